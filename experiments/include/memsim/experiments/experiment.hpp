@@ -1,0 +1,115 @@
+#pragma once
+// The Experiment document (`memsim-experiment`, YAML) and its sweep grid: workloads x planners x budgets x
+// bandwidths, one cell per combination in that (stable) order. Each cell is a self-contained JSON document
+// that a worker process executes (the SimGrid engine is one per process).
+#include "memsim/hwmodels/machine.hpp"
+#include "memsim/sim/timeline.hpp"
+#include "memsim/traces/trace.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memsim::experiments {
+
+struct Workload {
+  std::string name;
+  std::filesystem::path trace_file; // absolute; for generated workloads set by materialize_workloads
+  nlohmann::json generator;         // {kind: ..., params...} for generated workloads; null otherwise
+  Trace trace;
+  std::uint64_t default_peak_bytes = 0; // keep-all under the default schedule: the base of fraction_of_peak
+  std::string where;                    // "exp.yaml:7:5" for messages
+};
+
+struct PlannerChoice {
+  std::string label;      // the `planner` column: the label, or the planner's name
+  std::string name;       // registry name
+  nlohmann::json params;  // validated and completed with defaults
+};
+
+// One value of the budget axis: absolute bytes, or a fraction of each workload's default-schedule peak.
+struct BudgetChoice {
+  std::optional<std::uint64_t> bytes;
+  std::optional<double> fraction_of_peak;
+};
+
+inline constexpr const char* kPlotTimeVsBudget = "time_vs_budget";
+inline constexpr const char* kPlotPeakVsBudget = "peak_vs_budget";
+std::vector<std::string> known_plots();
+
+struct Experiment {
+  std::filesystem::path source; // the YAML file
+  std::string name;
+  std::vector<Workload> workloads;
+  std::filesystem::path machine_file; // absolute path of the machine YAML (preset or file)
+  Machine machine;
+  std::string machine_hash; // of the machine file's bytes: part of every cell's key
+  std::vector<PlannerChoice> planners;
+  std::vector<BudgetChoice> budgets;    // never empty (absent in YAML: the GPU's memory)
+  std::vector<double> bandwidths;       // empty: the machine's own host links
+  std::vector<std::string> plots;
+  unsigned jobs = 0; // 0: the core count
+};
+
+// Loads and validates everything (planner names and params, machine, traces or generators).
+// Errors are InputError located at "file:line:col" of the offending key or value.
+Experiment load_experiment(const std::filesystem::path& path, const std::filesystem::path& presets_dir);
+
+// Writes generated workloads' traces to out_dir/workloads/<name>.trace.json and points trace_file at them.
+void materialize_workloads(Experiment& experiment, const std::filesystem::path& out_dir);
+
+// One point of the sweep grid: everything a worker needs, by value or by file.
+struct Cell {
+  std::size_t index = 0; // position in the stable order (not part of the key)
+  std::string workload;
+  std::filesystem::path trace_file;
+  std::string trace_hash;
+  std::string machine;
+  std::filesystem::path machine_file;
+  std::string machine_hash;
+  std::string planner_label;
+  std::string planner;
+  nlohmann::json params = nlohmann::json::object();
+  std::uint64_t budget_bytes = 0;
+  std::optional<double> budget_fraction;      // set when the budget is a fraction of the default peak
+  std::optional<double> bandwidth_override;   // host-link bandwidth set by the sweep
+  double bandwidth_bytes_per_s = 0;           // the override, or the machine's own gpu0<->host bottleneck
+};
+
+std::vector<Cell> expand_cells(const Experiment& experiment);
+
+nlohmann::json cell_to_json(const Cell& cell);
+Cell cell_from_json(const nlohmann::json& document, const std::string& source_name);
+// A stable 16-hex-digit hash of the cell's content (paths and index excluded; file contents included).
+std::string cell_key(const Cell& cell);
+// "resnet keep-all 0.5xpeak(3.20GiB) 12GB/s": for progress lines and failure messages.
+std::string describe_cell(const Cell& cell);
+
+struct CellResult {
+  bool feasible = true;
+  std::string stage;  // when infeasible: "plan" (no plan fits) or "simulate" (OOM, non-resident input)
+  std::string reason; // when infeasible
+  double ideal_time_s = 0;
+  Metrics metrics;
+};
+
+// The worker's job: make_plan + simulate. Creates the process's SimGrid engine: once per process only.
+CellResult run_cell(const Cell& cell);
+
+nlohmann::json cell_result_to_json(const Cell& cell, const CellResult& result);
+CellResult cell_result_from_json(const nlohmann::json& document, const std::string& source_name);
+
+// results.csv: the appendix columns first, then extras; numbers formatted deterministically.
+std::string csv_header();
+std::string csv_row(const Cell& cell, const CellResult& result);
+// Shortest round-trip decimal form; integral values without exponent or fraction ("12000000000").
+std::string format_number(double value);
+
+// FNV-1a 64 of the bytes, as 16 hex digits.
+std::string stable_hash(std::string_view bytes);
+
+} // namespace memsim::experiments

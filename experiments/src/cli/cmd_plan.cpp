@@ -1,0 +1,87 @@
+// memsim plan: run one planner; memsim planners: list them.
+#include "commands.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/units.hpp"
+#include "memsim/hwmodels/machine.hpp"
+#include "memsim/planners/planner.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+namespace memsim::cli {
+namespace {
+
+std::uint64_t parse_budget_option(const std::string& text)
+{
+  try {
+    return units::parse_bytes(text);
+  } catch (const std::invalid_argument& error) {
+    throw InputError("--budget", error.what());
+  }
+}
+
+} // namespace
+
+void add_plan_command(CLI::App& app, Context&)
+{
+  struct Options {
+    std::string trace;
+    std::string machine;
+    std::string planner;
+    std::string budget = "0";
+    std::vector<std::string> params;
+    std::string out;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* command = app.add_subcommand("plan", "Run a planner on a trace and machine and write the plan (JSON)");
+  command->add_option("--trace", options->trace, "trace file (memsim-trace JSON)")->required();
+  command->add_option("--machine", options->machine, "machine preset name or YAML file")->required();
+  command->add_option("--planner", options->planner, "planner name (see `memsim planners`)")->required();
+  command->add_option("--budget", options->budget,
+                      "device memory budget: bytes or a size such as 12GiB (default: the GPU's memory)");
+  command->add_option("--param", options->params, "planner parameter name=value (repeatable)");
+  command->add_option("--out", options->out, "where to write the plan")->required();
+  command->callback([options] {
+    const std::uint64_t budget = parse_budget_option(options->budget);
+    const PlannerInfo& info = PlannerRegistry::instance().get(options->planner);
+    Trace trace = load_trace(options->trace);
+    Machine machine = load_machine_or_preset(options->machine, default_presets_dir());
+    PlanRequest request;
+    request.budget_bytes = budget;
+    request.params = parse_param_assignments(info, options->params);
+    Plan plan = make_plan(options->planner, trace, machine, request);
+    save_plan(plan, options->out);
+    fmt::print("{}: {} steps, budget {}", options->out, plan.steps.size(),
+               units::format_bytes(static_cast<double>(plan.budget_bytes)));
+    if (plan.estimate.peak_bytes)
+      fmt::print(", planned peak {}", units::format_bytes(static_cast<double>(*plan.estimate.peak_bytes)));
+    if (plan.estimate.iteration_time_s)
+      fmt::print(", estimated iteration {}", units::format_duration(*plan.estimate.iteration_time_s));
+    fmt::print("\n");
+  });
+}
+
+void add_planners_command(CLI::App& app, Context&)
+{
+  CLI::App* command = app.add_subcommand("planners", "List the planners, their parameters, defaults and ranges");
+  command->callback([] {
+    for (const PlannerInfo* info : PlannerRegistry::instance().all()) {
+      fmt::print("{}\n    {}\n", info->name, info->description);
+      for (const ParamSpec& spec : info->params) {
+        std::string range;
+        if (spec.min || spec.max)
+          range = fmt::format(" in [{}, {}]", spec.min ? fmt::format("{}", *spec.min) : "-inf",
+                              spec.max ? fmt::format("{}", *spec.max) : "inf");
+        if (!spec.choices.empty())
+          range = fmt::format(" one of {}", fmt::join(spec.choices, ", "));
+        fmt::print("    --param {}=<{}>  default {}{}: {}\n", spec.name, to_string(spec.type),
+                   spec.default_value.dump(), range, spec.description);
+      }
+    }
+  });
+}
+
+} // namespace memsim::cli

@@ -1,0 +1,96 @@
+// memsim run (an experiment sweep) and the hidden memsim worker (one sweep cell per process).
+#include "commands.hpp"
+
+#include "memsim/experiments/experiment.hpp"
+#include "memsim/experiments/runner.hpp"
+#include "memsim/hwmodels/machine.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace memsim::cli {
+namespace {
+
+struct RunArguments {
+  std::string experiment_file;
+  std::string out_dir;
+  unsigned jobs = 0;
+  bool no_plots = false;
+};
+
+struct WorkerArguments {
+  std::string cell_file;
+  std::string result_file;
+};
+
+} // namespace
+
+void add_run_command(CLI::App& app, Context& context)
+{
+  auto arguments = std::make_shared<RunArguments>();
+  CLI::App* command = app.add_subcommand(
+      "run", "Run an experiment: sweep workloads x planners x budgets x bandwidths, write results.csv and plots");
+  command->footer(
+      "Each cell runs in its own worker process; results are cached in OUT/cells, so rerunning after an\n"
+      "interruption redoes only the missing cells. Writes OUT/results.csv and OUT/<plot>.png.\n"
+      "Exit codes: 0 done, 2 bad input, 3 a cell or the plotting failed, 130 interrupted.");
+  command->add_option("experiment", arguments->experiment_file, "Experiment YAML (format: memsim-experiment)")
+      ->required();
+  command->add_option("--out", arguments->out_dir, "Output folder (created if missing)")->required();
+  command->add_option("--jobs,-j", arguments->jobs,
+                      "Worker processes at once (default: the experiment's parallelism.jobs, else the core count)")
+      ->check(CLI::Range(1u, 4096u));
+  command->add_flag("--no-plots", arguments->no_plots, "Write results.csv only; do not run matplotlib");
+  command->callback([arguments, &context] {
+    experiments::Experiment experiment =
+        experiments::load_experiment(arguments->experiment_file, default_presets_dir());
+    experiments::RunOptions options;
+    options.jobs = arguments->jobs;
+    options.worker_executable = context.executable;
+    options.plots = !arguments->no_plots;
+    options.plot_script = data_dir() / "experiments" / "plot" / "plot_results.py";
+    experiments::RunSummary summary;
+    try {
+      summary = experiments::run_experiment(experiment, arguments->out_dir, options);
+    } catch (const experiments::RunError& error) {
+      fmt::print(stderr, "memsim: run: {}\n", error.what());
+      context.exit_code = 3;
+      return;
+    }
+    if (summary.interrupted) {
+      fmt::print(stderr, "memsim: run: interrupted; results of finished cells are kept in {}/cells: rerun the "
+                         "same command to finish the rest\n",
+                 arguments->out_dir);
+      context.exit_code = 130;
+    } else if (!summary.failures.empty()) {
+      for (const auto& failure : summary.failures)
+        fmt::print(stderr, "memsim: run: {}\n", failure);
+      fmt::print(stderr,
+                 "memsim: run: {} of {} cells failed; no results.csv written. The other cells are cached: fix the "
+                 "cause and rerun the same command.\n",
+                 summary.failures.size(), summary.cells);
+      context.exit_code = 3;
+    }
+  });
+}
+
+void add_worker_command(CLI::App& app, Context&)
+{
+  auto arguments = std::make_shared<WorkerArguments>();
+  CLI::App* command = app.add_subcommand("worker", "Run one sweep cell (used by memsim run)");
+  command->group(""); // hidden from --help
+  command->add_option("--cell", arguments->cell_file, "Cell JSON written by memsim run")->required();
+  command->add_option("--out", arguments->result_file, "Where to write the cell's result JSON")->required();
+  command->callback([arguments] { experiments::run_worker(arguments->cell_file, arguments->result_file); });
+}
+
+std::filesystem::path data_dir()
+{
+  if (const char* dir = std::getenv("MEMSIM_DATA_DIR"))
+    return dir;
+  return MEMSIM_SOURCE_DIR;
+}
+
+} // namespace memsim::cli

@@ -1,0 +1,89 @@
+// memsim simulate: execute one plan on a machine with SimGrid and report the metrics.
+#include "commands.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/units.hpp"
+#include "memsim/hwmodels/machine.hpp"
+#include "memsim/planners/plan.hpp"
+#include "memsim/sim/simulator.hpp"
+#include "memsim/traces/trace.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace memsim::cli {
+namespace {
+
+void write_json_file(const nlohmann::json& document, const std::string& path)
+{
+  std::ofstream out(path);
+  if (!out)
+    throw InputError(path, "cannot open file for writing");
+  out << document.dump() << '\n';
+  if (!out)
+    throw InputError(path, "write failed");
+}
+
+void print_summary(const Metrics& metrics, const std::optional<ExecutionError>& error)
+{
+  if (!metrics.feasible) {
+    fmt::print("infeasible: {}\n", error ? error->message : "the plan could not run");
+    return;
+  }
+  fmt::print("iteration time   {}\n", units::format_duration(metrics.iteration_time_s));
+  fmt::print("compute busy     {}\n", units::format_duration(metrics.compute_busy_s));
+  fmt::print("stall            {}\n", units::format_duration(metrics.stall_time_s));
+  fmt::print("recompute        {}\n", units::format_duration(metrics.recompute_time_s));
+  fmt::print("peak device      {}\n", units::format_bytes(static_cast<double>(metrics.peak_device_bytes)));
+  fmt::print("peak host        {}\n", units::format_bytes(static_cast<double>(metrics.peak_host_bytes)));
+  fmt::print("moved h2d/d2h/p2p {} / {} / {}\n", units::format_bytes(static_cast<double>(metrics.h2d_bytes)),
+             units::format_bytes(static_cast<double>(metrics.d2h_bytes)),
+             units::format_bytes(static_cast<double>(metrics.p2p_bytes)));
+  fmt::print("steps executed   {}\n", metrics.steps_executed);
+}
+
+} // namespace
+
+void add_simulate_command(CLI::App& app, Context&)
+{
+  struct Options {
+    std::string trace;
+    std::string machine;
+    std::string plan;
+    std::string timeline;
+    bool json = false;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* command = app.add_subcommand(
+      "simulate", "Execute a plan on a modeled machine (SimGrid) and report iteration time, stalls and peak memory");
+  command->add_option("--trace", options->trace, "trace file (memsim-trace JSON)")->required();
+  command->add_option("--machine", options->machine, "machine preset name or YAML file")->required();
+  command->add_option("--plan", options->plan, "plan file (memsim-plan JSON)")->required();
+  command->add_option("--timeline", options->timeline,
+                      "write the per-step timeline: Chrome/Perfetto trace-event JSON (one track per device x stream, "
+                      "a memory counter per device; open in ui.perfetto.dev) that also holds the memsim-timeline "
+                      "records");
+  command->add_flag("--json", options->json, "print the metrics as one JSON object instead of a table");
+  command->footer("An infeasible plan (out of memory, tensor not resident) is a result, not an error: exit 0 with "
+                  "feasible=false and the failing step, tensor, time and bytes.");
+  command->callback([options] {
+    Trace trace = load_trace(options->trace);
+    Machine machine = load_machine_or_preset(options->machine, default_presets_dir());
+    Plan plan = load_plan(options->plan);
+    validate_plan(plan, trace, static_cast<int>(machine.gpus.size()), options->plan);
+    SimOptions sim_options;
+    sim_options.record_timeline = !options->timeline.empty();
+    RunResult result = simulate(trace, machine, plan, sim_options);
+    if (!options->timeline.empty())
+      write_json_file(timeline_to_json(result, fmt::format("memsim simulate {}", trace.name)), options->timeline);
+    if (options->json)
+      fmt::print("{}\n", metrics_to_json(result).dump());
+    else
+      print_summary(result.metrics, result.error);
+  });
+}
+
+} // namespace memsim::cli

@@ -1,0 +1,125 @@
+// memsim trace info|plot: look at a trace (counts, bytes by kind, default-schedule peak; memory over the iteration).
+#include "commands.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/traces/summary.hpp"
+#include "memsim/traces/views.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <fstream>
+#include <memory>
+
+extern char** environ;
+
+namespace memsim::cli {
+namespace {
+
+struct TraceOptions {
+  std::string trace;
+  bool json = false;
+  std::string out;
+  std::string title;
+  bool keep_data = false;
+};
+
+// The memory curve under the default schedule: one row per op (start and end time, bytes while it runs).
+void write_profile_csv(const Trace& trace, const std::filesystem::path& path)
+{
+  const MemoryProfile profile = default_memory_profile(trace);
+  std::ofstream out(path, std::ios::trunc);
+  if (!out)
+    throw InputError(path.string(), "cannot write file");
+  out << "op,phase,layer,start_s,end_s,bytes_in_use\n";
+  double clock = 0;
+  for (const Op& op : trace.ops) {
+    out << fmt::format("{},{},{},{:.9g},{:.9g},{}\n", op.id, to_string(op.phase), op.layer, clock, clock + op.time_s,
+                       profile.in_use_during[static_cast<std::size_t>(op.id)]);
+    clock += op.time_s;
+  }
+  if (!out)
+    throw InputError(path.string(), "write failed");
+}
+
+int run_python(const std::vector<std::string>& arguments)
+{
+  std::vector<char*> argv;
+  for (const auto& argument : arguments)
+    argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+    return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+} // namespace
+
+void add_trace_command(CLI::App& app, Context& context)
+{
+  CLI::App* trace = app.add_subcommand("trace", "Look at a trace: summary and memory plot");
+  trace->require_subcommand(1);
+  auto options = std::make_shared<TraceOptions>();
+
+  CLI::App* info = trace->add_subcommand(
+      "info", "Ops, tensors by kind, total_time_s, default_peak_bytes (default schedule), activation bytes, chain view");
+  info->add_option("TRACE", options->trace, "trace file (.trace.json or .trace.json.gz)")->required();
+  info->add_flag("--json", options->json, "one JSON object with the same names");
+  info->callback([options] {
+    const TraceSummary summary = summarize_trace(load_trace(options->trace));
+    if (options->json)
+      fmt::print("{}\n", summary_to_json(summary).dump(1));
+    else
+      fmt::print("{}", format_summary(summary));
+  });
+
+  CLI::App* plot = trace->add_subcommand("plot", "Memory in use over the iteration under the default schedule (PNG)");
+  plot->add_option("TRACE", options->trace, "trace file (.trace.json or .trace.json.gz)")->required();
+  plot->add_option("--out", options->out, "PNG to write")->required();
+  plot->add_option("--title", options->title, "plot title (default: the trace's name and source)");
+  plot->add_flag("--keep-data", options->keep_data, "keep the CSV the plot was drawn from (OUT.csv)");
+  plot->callback([options, &context] {
+    const Trace loaded = load_trace(options->trace);
+    const std::filesystem::path out = options->out;
+    if (out.has_parent_path())
+      std::filesystem::create_directories(out.parent_path());
+    const std::filesystem::path csv = out.string() + ".csv";
+    write_profile_csv(loaded, csv);
+    const std::filesystem::path script = data_dir() / "traces" / "tools" / "plot_trace_memory.py";
+    const std::filesystem::path python = MEMSIM_PYTHON;
+    if (!std::filesystem::exists(python) || !std::filesystem::exists(script)) {
+      fmt::print(stderr, "memsim: trace plot: needs {} and {} (python3-matplotlib; set MEMSIM_DATA_DIR); the data is "
+                         "in {}\n",
+                 python.string(), script.string(), csv.string());
+      context.exit_code = 3;
+      return;
+    }
+    const TraceSummary summary = summarize_trace(loaded);
+    std::string title = options->title;
+    if (title.empty())
+      title = fmt::format("{} ({}, batch {}): default schedule, peak {:.2f} GiB", loaded.name,
+                          loaded.source.device.empty() ? "unknown device" : loaded.source.device, loaded.source.batch,
+                          static_cast<double>(summary.default_peak_bytes) / (1024.0 * 1024 * 1024));
+    int code = run_python({python.string(), script.string(), csv.string(), "--out", out.string(), "--title", title,
+                           "--resident", std::to_string(summary.resident_bytes)});
+    if (!options->keep_data)
+      std::filesystem::remove(csv);
+    if (code != 0) {
+      fmt::print(stderr, "memsim: trace plot: {} failed (exit {})\n", script.string(), code);
+      context.exit_code = 3;
+      return;
+    }
+    fmt::print("{}: default-schedule memory of {} ops, peak {} bytes\n", out.string(), loaded.ops.size(),
+               summary.default_peak_bytes);
+  });
+}
+
+} // namespace memsim::cli

@@ -1,0 +1,29 @@
+#pragma once
+// Each `memsim` subcommand lives in its own file and registers itself on the CLI11 app here.
+// A command's callback throws InputError for bad input (main prints it and exits 2) and sets
+// `exit_code` for results that are not success (e.g. 1 when a planner says no plan fits).
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+
+namespace memsim::cli {
+
+struct Context {
+  int exit_code = 0;
+  std::filesystem::path executable; // /proc/self/exe: sweeps re-run it as worker processes
+};
+
+void add_simulate_command(CLI::App& app, Context& context);
+void add_plan_command(CLI::App& app, Context& context);
+void add_planners_command(CLI::App& app, Context& context);
+void add_gen_command(CLI::App& app, Context& context);
+void add_run_command(CLI::App& app, Context& context);
+void add_worker_command(CLI::App& app, Context& context); // hidden: one sweep cell
+void add_trace_command(CLI::App& app, Context& context);
+void add_import_command(CLI::App& app, Context& context);
+void add_validate_command(CLI::App& app, Context& context);
+
+// Where shipped data lives: configs/machines etc. (source tree, or MEMSIM_DATA_DIR).
+std::filesystem::path data_dir();
+
+} // namespace memsim::cli

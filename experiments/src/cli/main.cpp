@@ -1,0 +1,46 @@
+// memsim: one executable, one subcommand per task. Bad input exits 2 with a located message.
+#include "commands.hpp"
+
+#include "memsim/common/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv)
+{
+  memsim::cli::Context context;
+  std::error_code ignored;
+  context.executable = std::filesystem::read_symlink("/proc/self/exe", ignored);
+
+  CLI::App app{"memsim: simulate and plan GPU memory (swap, recompute, split) for DNN training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "memsim 0.1.0");
+  memsim::cli::add_simulate_command(app, context);
+  memsim::cli::add_plan_command(app, context);
+  memsim::cli::add_planners_command(app, context);
+  memsim::cli::add_gen_command(app, context);
+  memsim::cli::add_run_command(app, context);
+  memsim::cli::add_worker_command(app, context);
+  memsim::cli::add_trace_command(app, context);
+  memsim::cli::add_import_command(app, context);
+  memsim::cli::add_validate_command(app, context);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int code = app.exit(error);
+    return code == 0 ? 0 : 2;
+  } catch (const memsim::InputError& error) {
+    fmt::print(stderr, "memsim: {}\n", error.what());
+    return 2;
+  } catch (const memsim::Infeasible& error) {
+    fmt::print(stderr, "memsim: infeasible: {}\n", error.what());
+    return 1;
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "memsim: internal error: {}\n", error.what());
+    return 3;
+  }
+  return context.exit_code;
+}

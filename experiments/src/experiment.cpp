@@ -1,0 +1,679 @@
+#include "memsim/experiments/experiment.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/json_io.hpp"
+#include "memsim/common/units.hpp"
+#include "memsim/common/yaml_io.hpp"
+#include "memsim/hwmodels/cost_model.hpp"
+#include "memsim/planners/planner.hpp"
+#include "memsim/sim/simulator.hpp"
+#include "memsim/traces/views.hpp"
+
+#include "memsim/traces/generators.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace memsim::experiments {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr int kCellFormat = 1;
+
+std::string join(const std::vector<std::string>& names)
+{
+  std::string joined;
+  for (const auto& name : names)
+    joined += (joined.empty() ? "" : ", ") + name;
+  return joined;
+}
+
+std::string read_bytes(const std::filesystem::path& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError(path.string(), "cannot open file");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Paths in the experiment file are relative to the file's folder.
+std::filesystem::path resolve_relative(const std::filesystem::path& experiment_file, const std::string& text)
+{
+  std::filesystem::path path(text);
+  if (path.is_relative())
+    path = experiment_file.parent_path() / path;
+  return std::filesystem::absolute(path).lexically_normal();
+}
+
+bool looks_like_path(const std::string& text)
+{
+  return text.find('/') != std::string::npos || text.ends_with(".yaml") || text.ends_with(".yml");
+}
+
+// A YAML scalar converted to the JSON type the planner declares for that parameter.
+Json param_value(const yaml_io::Node& node, const ParamSpec* spec)
+{
+  if (spec == nullptr)
+    return node.as_string(); // unknown: complete_params names the valid ones
+  switch (spec->type) {
+  case ParamType::integer:
+    return node.as_int();
+  case ParamType::number:
+    return node.as_number();
+  case ParamType::boolean:
+    return node.as_bool();
+  case ParamType::string:
+    return node.as_string();
+  }
+  return node.as_string();
+}
+
+PlannerChoice load_planner(const yaml_io::Node& node)
+{
+  // yaml_io::Node is never assigned to: YAML::Node assignment rewrites the document node it refers to.
+  PlannerChoice choice;
+  std::optional<yaml_io::Node> params_node;
+  std::optional<yaml_io::Node> name_node;
+  if (node.is_scalar()) {
+    name_node.emplace(node);
+  } else {
+    node.only_keys({"name", "label", "params"});
+    name_node.emplace(node.at("name"));
+    if (node.has("label"))
+      choice.label = node.at("label").as_string();
+    if (node.has("params"))
+      params_node.emplace(node.at("params"));
+  }
+  choice.name = name_node->as_string();
+  if (choice.label.empty())
+    choice.label = choice.name;
+
+  const PlannerRegistry& registry = PlannerRegistry::instance();
+  const PlannerInfo* info = nullptr;
+  try {
+    info = &registry.get(choice.name);
+  } catch (const InputError& error) {
+    name_node->fail(error.message());
+  }
+  Json given = Json::object();
+  if (params_node) {
+    for (const auto& [key, value_node] : params_node->entries()) {
+      const ParamSpec* spec = nullptr;
+      for (const ParamSpec& candidate : info->params)
+        if (candidate.name == key)
+          spec = &candidate;
+      Json one = Json::object();
+      one[key] = param_value(value_node, spec);
+      try {
+        registry.complete_params(*info, one); // checked one by one so that the message points at the key
+      } catch (const InputError& error) {
+        value_node.fail(error.message());
+      }
+      given[key] = one[key];
+    }
+  }
+  try {
+    choice.params = registry.complete_params(*info, given);
+  } catch (const InputError& error) {
+    (params_node ? *params_node : node).fail(error.message());
+  }
+  return choice;
+}
+
+// A generator spec {kind: cnn|transformer, ...} -> an analytic trace timed by the roofline of the machine's gpu0.
+Trace generate_workload(const yaml_io::Node& spec, const Machine& machine, Json& generator)
+{
+  spec.expect_map();
+  const std::string kind = spec.at("kind").as_string();
+  const Gpu& gpu = machine.gpus.at(0);
+  auto roofline_for = [&](const std::string& dtype, const yaml_io::Node& where) {
+    auto peak = gpu.peak_flops.find(dtype);
+    if (peak == gpu.peak_flops.end())
+      where.fail(fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name, machine.name, dtype));
+    return Roofline{peak->second, gpu.hbm_bandwidth, gpu.kernel_launch_s, gpu.model};
+  };
+  auto get_int = [&](const char* key, int& value) {
+    if (spec.has(key)) {
+      value = static_cast<int>(spec.at(key).as_int());
+      generator[key] = value;
+    }
+  };
+  // The generators name a bad parameter as "--flag": point at that key of the spec instead.
+  auto relocate = [&](const InputError& error) {
+    std::string key = error.where().starts_with("--") ? error.where().substr(2) : error.where();
+    if (key == "channels")
+      key = "channel_scale";
+    if (!key.empty() && spec.has(key.c_str()))
+      spec.at(key.c_str()).fail(error.message());
+    spec.fail(key.empty() ? error.message() : fmt::format("{}: {}", key, error.message()));
+  };
+  generator = Json{{"kind", kind}};
+  if (kind == "cnn") {
+    spec.only_keys({"kind", "depth", "channel_scale", "image", "batch", "classes", "dtype", "residual"});
+    CnnSpec cnn;
+    get_int("depth", cnn.depth);
+    get_int("image", cnn.image);
+    get_int("batch", cnn.batch);
+    get_int("classes", cnn.classes);
+    if (spec.has("channel_scale"))
+      generator["channel_scale"] = cnn.channel_scale = spec.at("channel_scale").as_number();
+    if (spec.has("dtype"))
+      generator["dtype"] = cnn.dtype = spec.at("dtype").as_string();
+    if (spec.has("residual"))
+      generator["residual"] = cnn.residual = spec.at("residual").as_bool();
+    const Roofline roofline = roofline_for(cnn.dtype, spec.has("dtype") ? spec.at("dtype") : spec);
+    try {
+      return generate_cnn(cnn, roofline);
+    } catch (const InputError& error) {
+      relocate(error);
+    }
+  }
+  if (kind == "transformer") {
+    spec.only_keys({"kind", "layers", "hidden", "heads", "seq", "batch", "vocab", "dtype"});
+    TransformerSpec transformer;
+    get_int("layers", transformer.layers);
+    get_int("hidden", transformer.hidden);
+    get_int("heads", transformer.heads);
+    get_int("seq", transformer.seq);
+    get_int("batch", transformer.batch);
+    get_int("vocab", transformer.vocab);
+    if (spec.has("dtype"))
+      generator["dtype"] = transformer.dtype = spec.at("dtype").as_string();
+    const Roofline roofline = roofline_for(transformer.dtype, spec.has("dtype") ? spec.at("dtype") : spec);
+    try {
+      return generate_transformer(transformer, roofline);
+    } catch (const InputError& error) {
+      relocate(error);
+    }
+  }
+  spec.at("kind").fail(fmt::format("unknown generator kind '{}' (valid: cnn, transformer)", kind));
+}
+
+Workload load_workload(const yaml_io::Node& node, const std::filesystem::path& experiment_file,
+                       const Machine& machine)
+{
+  node.only_keys({"name", "trace", "generate"});
+  Workload workload;
+  workload.where = node.where();
+  workload.name = node.at("name").as_string();
+  if (workload.name.empty())
+    node.at("name").fail("a workload name must not be empty");
+  if (node.has("trace") == node.has("generate"))
+    node.fail("a workload needs exactly one of 'trace' (a file) or 'generate' (a generator spec)");
+  if (node.has("trace")) {
+    yaml_io::Node trace_node = node.at("trace");
+    std::string text = trace_node.as_string();
+    std::filesystem::path path = resolve_relative(experiment_file, text);
+    if (!std::filesystem::is_regular_file(path))
+      trace_node.fail(fmt::format("no such trace file '{}' (looked for {})", text, path.string()));
+    workload.trace_file = path;
+    workload.trace = load_trace(path);
+  } else {
+    workload.trace = generate_workload(node.at("generate"), machine, workload.generator);
+  }
+  workload.default_peak_bytes = default_memory_profile(workload.trace).peak_bytes;
+  return workload;
+}
+
+std::string resolve_machine(const yaml_io::Node& node, const std::filesystem::path& experiment_file,
+                            const std::filesystem::path& presets_dir, std::filesystem::path& machine_file)
+{
+  std::string text = node.as_string();
+  if (looks_like_path(text)) {
+    machine_file = resolve_relative(experiment_file, text);
+    if (!std::filesystem::is_regular_file(machine_file))
+      node.fail(fmt::format("no such machine file '{}' (looked for {})", text, machine_file.string()));
+    return text;
+  }
+  machine_file = presets_dir / (text + ".yaml");
+  if (!std::filesystem::is_regular_file(machine_file)) {
+    try {
+      load_machine_or_preset(text, presets_dir); // its message lists the presets
+    } catch (const InputError& error) {
+      node.fail(error.message());
+    }
+  }
+  machine_file = std::filesystem::absolute(machine_file).lexically_normal();
+  return text;
+}
+
+std::vector<BudgetChoice> load_budgets(const yaml_io::Node& node)
+{
+  std::vector<BudgetChoice> budgets;
+  if (node.is_sequence()) {
+    if (node.size() == 0)
+      node.fail("the budget axis needs at least one value");
+    std::set<std::uint64_t> seen;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      yaml_io::Node item = node.item(i);
+      std::uint64_t bytes = item.as_bytes();
+      if (bytes == 0)
+        item.fail("a budget must be positive");
+      if (!seen.insert(bytes).second)
+        item.fail(fmt::format("duplicate budget '{}'", item.as_string()));
+      budgets.push_back(BudgetChoice{bytes, std::nullopt});
+    }
+    return budgets;
+  }
+  if (!node.is_map())
+    node.fail("expected a list of sizes (e.g. [8GiB, 12GiB]) or {fraction_of_peak: [1.0, 0.5]}");
+  node.only_keys({"fraction_of_peak"});
+  yaml_io::Node fractions = node.at("fraction_of_peak");
+  if (fractions.size() == 0)
+    fractions.fail("the budget axis needs at least one value");
+  std::set<double> seen;
+  for (std::size_t i = 0; i < fractions.size(); ++i) {
+    yaml_io::Node item = fractions.item(i);
+    double fraction = item.as_number();
+    if (!(fraction > 0) || !std::isfinite(fraction))
+      item.fail(fmt::format("a fraction of the peak must be positive, found '{}'", item.as_string()));
+    if (!seen.insert(fraction).second)
+      item.fail(fmt::format("duplicate fraction '{}'", item.as_string()));
+    budgets.push_back(BudgetChoice{std::nullopt, fraction});
+  }
+  return budgets;
+}
+
+std::vector<double> load_bandwidths(const yaml_io::Node& node)
+{
+  std::vector<double> bandwidths;
+  if (node.size() == 0)
+    node.fail("the bandwidth axis needs at least one value (leave it out to use the machine's own)");
+  std::set<double> seen;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    yaml_io::Node item = node.item(i);
+    double bandwidth = item.as_bandwidth();
+    if (!seen.insert(bandwidth).second)
+      item.fail(fmt::format("duplicate bandwidth '{}'", item.as_string()));
+    bandwidths.push_back(bandwidth);
+  }
+  return bandwidths;
+}
+
+// The bottleneck of gpu0's path to the host: the bandwidth a cell has when the sweep does not set it.
+double own_host_bandwidth(const Machine& machine)
+{
+  double bandwidth = std::numeric_limits<double>::infinity();
+  for (const RouteHop& hop : machine.route(machine.gpus.at(0).name, kHostNodeName))
+    bandwidth = std::min(bandwidth, machine.links.at(hop.link).bandwidth);
+  return std::isfinite(bandwidth) ? bandwidth : 0;
+}
+
+Json key_json(const Cell& cell)
+{
+  Json key = cell_to_json(cell);
+  key.erase("index");
+  key.erase("trace_file");
+  key.erase("machine_file");
+  return key;
+}
+
+Json optional_number(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
+
+std::string csv_field(const std::string& text)
+{
+  if (text.find_first_of(",\"\r\n") == std::string::npos)
+    return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"')
+      quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+} // namespace
+
+std::vector<std::string> known_plots()
+{
+  // overhead_*: iteration time over the ideal time, minus one (the chain planners' paper, issue 4)
+  return {kPlotTimeVsBudget, kPlotPeakVsBudget, "overhead_vs_budget", "overhead_vs_bandwidth"};
+}
+
+Experiment load_experiment(const std::filesystem::path& path, const std::filesystem::path& presets_dir)
+{
+  yaml_io::Node root(yaml_io::read_file(path), path.string());
+  root.expect_format("memsim-experiment", 1);
+  root.only_keys({"format", "version", "name", "description", "workloads", "machine", "planners", "sweep",
+                  "outputs", "parallelism"});
+  Experiment experiment;
+  experiment.source = path;
+  experiment.name = root.at("name").as_string();
+
+  // The machine first: a budget defaults to its GPU memory.
+  resolve_machine(root.at("machine"), path, presets_dir, experiment.machine_file);
+  experiment.machine = load_machine(experiment.machine_file);
+  experiment.machine_hash = stable_hash(read_bytes(experiment.machine_file));
+
+  yaml_io::Node workloads = root.at("workloads");
+  if (workloads.size() == 0)
+    workloads.fail("an experiment needs at least one workload");
+  std::set<std::string> workload_names;
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    yaml_io::Node item = workloads.item(i);
+    item.expect_map();
+    if (item.has("name") && !workload_names.insert(item.at("name").as_string()).second)
+      item.at("name").fail(fmt::format("duplicate workload name '{}'", item.at("name").as_string()));
+    experiment.workloads.push_back(load_workload(item, path, experiment.machine));
+  }
+
+  yaml_io::Node planners = root.at("planners");
+  if (planners.size() == 0)
+    planners.fail("an experiment needs at least one planner");
+  std::set<std::string> labels;
+  for (std::size_t i = 0; i < planners.size(); ++i) {
+    yaml_io::Node item = planners.item(i);
+    PlannerChoice choice = load_planner(item);
+    if (!labels.insert(choice.label).second)
+      item.fail(fmt::format("duplicate planner '{}' (give one of them a different 'label')", choice.label));
+    experiment.planners.push_back(std::move(choice));
+  }
+
+  if (root.has("sweep")) {
+    yaml_io::Node sweep = root.at("sweep");
+    sweep.only_keys({"budget", "bandwidth"});
+    if (sweep.has("budget"))
+      experiment.budgets = load_budgets(sweep.at("budget"));
+    if (sweep.has("bandwidth"))
+      experiment.bandwidths = load_bandwidths(sweep.at("bandwidth"));
+  }
+  if (experiment.budgets.empty())
+    experiment.budgets.push_back(BudgetChoice{experiment.machine.gpus.at(0).memory, std::nullopt});
+
+  experiment.plots = {kPlotTimeVsBudget, kPlotPeakVsBudget}; // the overhead plots only when asked for
+  if (root.has("outputs")) {
+    yaml_io::Node outputs = root.at("outputs");
+    outputs.only_keys({"plots"});
+    if (outputs.has("plots")) {
+      experiment.plots.clear();
+      yaml_io::Node plots = outputs.at("plots");
+      const std::vector<std::string> valid = known_plots();
+      for (std::size_t i = 0; i < plots.size(); ++i) {
+        std::string plot = plots.item(i).as_string();
+        if (std::find(valid.begin(), valid.end(), plot) == valid.end())
+          plots.item(i).fail(fmt::format("unknown plot '{}' (valid: {})", plot, join(valid)));
+        if (std::find(experiment.plots.begin(), experiment.plots.end(), plot) == experiment.plots.end())
+          experiment.plots.push_back(plot);
+      }
+    }
+  }
+  if (root.has("parallelism")) {
+    yaml_io::Node parallelism = root.at("parallelism");
+    parallelism.only_keys({"jobs"});
+    if (parallelism.has("jobs")) {
+      std::int64_t jobs = parallelism.at("jobs").as_int();
+      if (jobs < 1 || jobs > 4096)
+        parallelism.at("jobs").fail(fmt::format("jobs must be between 1 and 4096, found {}", jobs));
+      experiment.jobs = static_cast<unsigned>(jobs);
+    }
+  }
+  return experiment;
+}
+
+void materialize_workloads(Experiment& experiment, const std::filesystem::path& out_dir)
+{
+  for (Workload& workload : experiment.workloads) {
+    if (!workload.trace_file.empty())
+      continue;
+    std::filesystem::path dir = out_dir / "workloads";
+    std::filesystem::create_directories(dir);
+    workload.trace_file = std::filesystem::absolute(dir / (workload.name + ".trace.json")).lexically_normal();
+    save_trace(workload.trace, workload.trace_file);
+  }
+}
+
+std::vector<Cell> expand_cells(const Experiment& experiment)
+{
+  const double own_bandwidth = own_host_bandwidth(experiment.machine);
+  std::vector<std::optional<double>> bandwidths;
+  for (double bandwidth : experiment.bandwidths)
+    bandwidths.emplace_back(bandwidth);
+  if (bandwidths.empty())
+    bandwidths.emplace_back(std::nullopt);
+
+  std::vector<Cell> cells;
+  for (const Workload& workload : experiment.workloads) {
+    const std::string trace_hash = stable_hash(trace_to_json(workload.trace).dump());
+    for (const PlannerChoice& planner : experiment.planners)
+      for (const BudgetChoice& budget : experiment.budgets)
+        for (const std::optional<double>& bandwidth : bandwidths) {
+          Cell cell;
+          cell.index = cells.size();
+          cell.workload = workload.name;
+          cell.trace_file = workload.trace_file;
+          cell.trace_hash = trace_hash;
+          cell.machine = experiment.machine.name;
+          cell.machine_file = experiment.machine_file;
+          cell.machine_hash = experiment.machine_hash;
+          cell.planner_label = planner.label;
+          cell.planner = planner.name;
+          cell.params = planner.params;
+          if (budget.bytes) {
+            cell.budget_bytes = *budget.bytes;
+          } else {
+            cell.budget_fraction = budget.fraction_of_peak;
+            cell.budget_bytes = static_cast<std::uint64_t>(
+                std::floor(*budget.fraction_of_peak * static_cast<double>(workload.default_peak_bytes)));
+          }
+          cell.bandwidth_override = bandwidth;
+          cell.bandwidth_bytes_per_s = bandwidth ? *bandwidth : own_bandwidth;
+          cells.push_back(std::move(cell));
+        }
+  }
+  return cells;
+}
+
+Json cell_to_json(const Cell& cell)
+{
+  return Json{{"cell_format", kCellFormat},
+              {"index", cell.index},
+              {"workload", cell.workload},
+              {"trace_file", cell.trace_file.string()},
+              {"trace_hash", cell.trace_hash},
+              {"machine", cell.machine},
+              {"machine_file", cell.machine_file.string()},
+              {"machine_hash", cell.machine_hash},
+              {"planner_label", cell.planner_label},
+              {"planner", cell.planner},
+              {"params", cell.params},
+              {"budget_bytes", cell.budget_bytes},
+              {"budget_fraction", optional_number(cell.budget_fraction)},
+              {"bandwidth_override", optional_number(cell.bandwidth_override)},
+              {"bandwidth_bytes_per_s", cell.bandwidth_bytes_per_s}};
+}
+
+Cell cell_from_json(const Json& document, const std::string& source_name)
+{
+  json_io::Node root(document, source_name);
+  root.only_keys({"cell_format", "index", "workload", "trace_file", "trace_hash", "machine", "machine_file",
+                  "machine_hash", "planner_label", "planner", "params", "budget_bytes", "budget_fraction",
+                  "bandwidth_override", "bandwidth_bytes_per_s"});
+  if (root.at("cell_format").as_int() != kCellFormat)
+    root.at("cell_format").fail(fmt::format("unsupported cell format (this build reads {})", kCellFormat));
+  Cell cell;
+  cell.index = root.at("index").as_uint();
+  cell.workload = root.at("workload").as_string();
+  cell.trace_file = root.at("trace_file").as_string();
+  cell.trace_hash = root.at("trace_hash").as_string();
+  cell.machine = root.at("machine").as_string();
+  cell.machine_file = root.at("machine_file").as_string();
+  cell.machine_hash = root.at("machine_hash").as_string();
+  cell.planner_label = root.at("planner_label").as_string();
+  cell.planner = root.at("planner").as_string();
+  cell.params = root.at("params").value();
+  cell.budget_bytes = root.at("budget_bytes").as_uint();
+  if (!root.at("budget_fraction").value().is_null())
+    cell.budget_fraction = root.at("budget_fraction").as_number();
+  if (!root.at("bandwidth_override").value().is_null())
+    cell.bandwidth_override = root.at("bandwidth_override").as_number();
+  cell.bandwidth_bytes_per_s = root.at("bandwidth_bytes_per_s").as_number();
+  return cell;
+}
+
+std::string stable_hash(std::string_view bytes)
+{
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+std::string cell_key(const Cell& cell) { return stable_hash(key_json(cell).dump()); }
+
+std::string describe_cell(const Cell& cell)
+{
+  std::string budget = cell.budget_fraction
+                           ? fmt::format("{}xpeak({})", format_number(*cell.budget_fraction),
+                                         units::format_bytes(static_cast<double>(cell.budget_bytes)))
+                           : units::format_bytes(static_cast<double>(cell.budget_bytes));
+  std::string text = fmt::format("{} {} {}", cell.workload, cell.planner_label, budget);
+  if (cell.bandwidth_override)
+    text += fmt::format(" {}GB/s", format_number(*cell.bandwidth_override / 1e9));
+  return text;
+}
+
+CellResult run_cell(const Cell& cell)
+{
+  const Trace trace = load_trace(cell.trace_file);
+  if (stable_hash(trace_to_json(trace).dump()) != cell.trace_hash)
+    throw InputError(cell.trace_file.string(), "the trace changed since the sweep was expanded; rerun the sweep");
+  Machine machine = load_machine(cell.machine_file);
+  if (cell.bandwidth_override)
+    machine.set_host_link_bandwidth(*cell.bandwidth_override);
+
+  CellResult result;
+  result.ideal_time_s = CostModel(trace, machine).ideal_time(0);
+  PlanRequest request;
+  request.budget_bytes = cell.budget_bytes;
+  request.devices = 1;
+  request.params = cell.params;
+  Plan plan;
+  try {
+    plan = make_plan(cell.planner, trace, machine, request);
+  } catch (const Infeasible& error) {
+    result.feasible = false;
+    result.stage = "plan";
+    result.reason = error.what();
+    return result;
+  }
+  const RunResult run = simulate(trace, machine, plan);
+  result.metrics = run.metrics;
+  if (!run.metrics.feasible || run.error) {
+    result.feasible = false;
+    result.stage = "simulate";
+    result.reason = run.error ? run.error->message : "the simulator found the plan infeasible";
+  }
+  return result;
+}
+
+Json cell_result_to_json(const Cell& cell, const CellResult& result)
+{
+  const Metrics& m = result.metrics;
+  return Json{{"format", "memsim-cell-result"},
+              {"version", 1},
+              {"cell", cell_to_json(cell)},
+              {"feasible", result.feasible},
+              {"stage", result.stage},
+              {"reason", result.reason},
+              {"ideal_time_s", result.ideal_time_s},
+              {"metrics",
+               {{"feasible", m.feasible},
+                {"iteration_time_s", m.iteration_time_s},
+                {"compute_busy_s", m.compute_busy_s},
+                {"stall_time_s", m.stall_time_s},
+                {"recompute_time_s", m.recompute_time_s},
+                {"peak_device_bytes", m.peak_device_bytes},
+                {"peak_host_bytes", m.peak_host_bytes},
+                {"h2d_bytes", m.h2d_bytes},
+                {"d2h_bytes", m.d2h_bytes},
+                {"p2p_bytes", m.p2p_bytes},
+                {"steps_executed", m.steps_executed}}}};
+}
+
+CellResult cell_result_from_json(const Json& document, const std::string& source_name)
+{
+  json_io::Node root(document, source_name);
+  root.expect_format("memsim-cell-result", 1);
+  root.only_keys({"format", "version", "cell", "feasible", "stage", "reason", "ideal_time_s", "metrics"});
+  CellResult result;
+  result.feasible = root.at("feasible").as_bool();
+  result.stage = root.at("stage").as_string();
+  result.reason = root.at("reason").as_string();
+  result.ideal_time_s = root.at("ideal_time_s").as_number();
+  json_io::Node metrics = root.at("metrics");
+  Metrics& m = result.metrics;
+  m.feasible = metrics.at("feasible").as_bool();
+  m.iteration_time_s = metrics.at("iteration_time_s").as_number();
+  m.compute_busy_s = metrics.at("compute_busy_s").as_number();
+  m.stall_time_s = metrics.at("stall_time_s").as_number();
+  m.recompute_time_s = metrics.at("recompute_time_s").as_number();
+  m.peak_device_bytes = metrics.at("peak_device_bytes").as_uint();
+  m.peak_host_bytes = metrics.at("peak_host_bytes").as_uint();
+  m.h2d_bytes = metrics.at("h2d_bytes").as_uint();
+  m.d2h_bytes = metrics.at("d2h_bytes").as_uint();
+  m.p2p_bytes = metrics.at("p2p_bytes").as_uint();
+  m.steps_executed = metrics.at("steps_executed").as_uint();
+  return result;
+}
+
+std::string format_number(double value)
+{
+  if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15)
+    return fmt::format("{:.0f}", value);
+  return fmt::format("{}", value);
+}
+
+std::string csv_header()
+{
+  return "workload,machine,planner,budget_bytes,bandwidth_bytes_per_s,feasible,iteration_time_s,ideal_time_s,"
+         "stall_time_s,recompute_time_s,peak_device_bytes,h2d_bytes,d2h_bytes,"
+         "compute_busy_s,p2p_bytes,peak_host_bytes,budget_fraction,planner_name,params,infeasible_stage,reason";
+}
+
+std::string csv_row(const Cell& cell, const CellResult& result)
+{
+  const Metrics& m = result.metrics;
+  // Infeasible rows leave the measurements empty: a plan that did not run has no iteration time.
+  auto measured = [&](const std::string& text) { return result.feasible ? text : std::string(); };
+  std::vector<std::string> fields{
+      csv_field(cell.workload),
+      csv_field(cell.machine),
+      csv_field(cell.planner_label),
+      fmt::format("{}", cell.budget_bytes),
+      format_number(cell.bandwidth_bytes_per_s),
+      result.feasible ? "true" : "false",
+      measured(format_number(m.iteration_time_s)),
+      format_number(result.ideal_time_s),
+      measured(format_number(m.stall_time_s)),
+      measured(format_number(m.recompute_time_s)),
+      measured(fmt::format("{}", m.peak_device_bytes)),
+      measured(fmt::format("{}", m.h2d_bytes)),
+      measured(fmt::format("{}", m.d2h_bytes)),
+      measured(format_number(m.compute_busy_s)),
+      measured(fmt::format("{}", m.p2p_bytes)),
+      measured(fmt::format("{}", m.peak_host_bytes)),
+      cell.budget_fraction ? format_number(*cell.budget_fraction) : std::string(),
+      csv_field(cell.planner),
+      csv_field(cell.params.dump()),
+      csv_field(result.stage),
+      csv_field(result.reason),
+  };
+  std::string row;
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    row += (i == 0 ? "" : ",") + fields[i];
+  return row;
+}
+
+} // namespace memsim::experiments

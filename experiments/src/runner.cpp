@@ -1,0 +1,440 @@
+#include "memsim/experiments/runner.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/json_io.hpp"
+#include "memsim/common/units.hpp"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace memsim::experiments {
+namespace {
+
+volatile std::sig_atomic_t interrupt_signal = 0;
+
+void on_interrupt(int signal) { interrupt_signal = signal; }
+
+// Catches Ctrl-C / SIGTERM while the sweep runs so that finished cells stay cached and the run reports
+// how to resume; restores the previous handlers afterwards. No SA_RESTART: waitpid must return EINTR.
+class InterruptGuard {
+public:
+  InterruptGuard()
+  {
+    interrupt_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;
+    sigaction(SIGINT, &action, &previous_int_);
+    sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~InterruptGuard()
+  {
+    sigaction(SIGINT, &previous_int_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+private:
+  struct sigaction previous_int_ {};
+  struct sigaction previous_term_ {};
+};
+
+std::string read_text(const std::filesystem::path& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void write_text_atomically(const std::filesystem::path& path, const std::string& text)
+{
+  std::filesystem::path temporary = path;
+  temporary += fmt::format(".tmp.{}", ::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw RunError(fmt::format("cannot write {}", temporary.string()));
+    out << text;
+    if (!out.flush())
+      throw RunError(fmt::format("cannot write {}", temporary.string()));
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+// The last lines of a worker's log, for failure messages.
+std::string log_tail(const std::filesystem::path& log, std::size_t max_lines = 6)
+{
+  std::string text = read_text(log);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+    text.pop_back();
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);)
+    lines.push_back(line);
+  if (lines.size() > max_lines)
+    lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(max_lines));
+  std::string tail;
+  for (const auto& line : lines)
+    tail += (tail.empty() ? "" : "\n    ") + line;
+  return tail.empty() ? "(no output)" : tail;
+}
+
+std::string describe_status(int status)
+{
+  if (WIFEXITED(status))
+    return fmt::format("exit code {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  return fmt::format("wait status {}", status);
+}
+
+// Starts `argv` with stdout+stderr going to `log` (nullopt: inherited). Returns the pid.
+pid_t spawn_process(const std::vector<std::string>& argv, const std::optional<std::filesystem::path>& log)
+{
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (log) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log->c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  }
+  std::vector<char*> args;
+  for (const auto& arg : argv)
+    args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0)
+    throw RunError(fmt::format("cannot start {}: {}", argv[0], std::strerror(error)));
+  return pid;
+}
+
+// A cached result counts only when it was computed for exactly this cell (same key content).
+std::optional<CellResult> read_cached(const std::filesystem::path& file, const Cell& cell)
+{
+  if (!std::filesystem::is_regular_file(file))
+    return std::nullopt;
+  try {
+    json_io::Json document = json_io::parse_text(read_text(file), file.string());
+    Cell stored = cell_from_json(document.at("cell"), file.string());
+    if (cell_key(stored) != cell_key(cell))
+      return std::nullopt;
+    return cell_result_from_json(document, file.string());
+  } catch (const std::exception&) {
+    return std::nullopt; // unreadable (e.g. an older format): recompute
+  }
+}
+
+class ProgressLine {
+public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
+  void show(std::size_t done, std::size_t total, const std::string& what)
+  {
+    if (!enabled_)
+      return;
+    std::string line = fmt::format("[{}/{}] {}", done, total, what);
+    if (line.size() > 100)
+      line = line.substr(0, 97) + "...";
+    fmt::print(stderr, "\r\033[K{}", line);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear()
+  {
+    if (enabled_ && shown_)
+      fmt::print(stderr, "\r\033[K");
+    shown_ = false;
+  }
+
+private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+std::filesystem::path default_plot_script()
+{
+  std::filesystem::path root = MEMSIM_SOURCE_DIR;
+  if (const char* dir = std::getenv("MEMSIM_DATA_DIR"))
+    root = dir;
+  return root / "experiments" / "plot" / "plot_results.py";
+}
+
+std::vector<std::filesystem::path> draw_plots(const Experiment& experiment, const std::filesystem::path& out_dir,
+                                              const std::filesystem::path& csv, const RunOptions& options)
+{
+  if (experiment.plots.empty())
+    return {};
+  std::filesystem::path python = options.python.empty() ? std::filesystem::path(MEMSIM_PYTHON) : options.python;
+  std::filesystem::path script = options.plot_script.empty() ? default_plot_script() : options.plot_script;
+  if (!std::filesystem::exists(python))
+    throw RunError(fmt::format("cannot draw plots: {} not found (install python3-matplotlib, or run with "
+                               "--no-plots); {} is complete",
+                               python.string(), csv.string()));
+  if (!std::filesystem::exists(script))
+    throw RunError(fmt::format("cannot draw plots: plot script {} not found (set MEMSIM_DATA_DIR, or run with "
+                               "--no-plots); {} is complete",
+                               script.string(), csv.string()));
+  std::string plots;
+  for (const auto& plot : experiment.plots)
+    plots += (plots.empty() ? "" : ",") + plot;
+  pid_t pid = spawn_process({python.string(), script.string(), csv.string(), "--out", out_dir.string(), "--plots",
+                             plots},
+                            std::nullopt);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw RunError(fmt::format("plotting failed: {} {} ended with {} (see its message above; run with --no-plots "
+                               "to skip plots); {} is complete",
+                               python.string(), script.string(), describe_status(status), csv.string()));
+  std::vector<std::filesystem::path> files;
+  for (const auto& plot : experiment.plots)
+    files.push_back(out_dir / (plot + ".png"));
+  return files;
+}
+
+std::string pad(const std::string& text, std::size_t width, bool right)
+{
+  if (text.size() >= width)
+    return text;
+  std::string spaces(width - text.size(), ' ');
+  return right ? spaces + text : text + spaces;
+}
+
+} // namespace
+
+std::string format_table(const std::vector<Cell>& cells, const std::vector<CellResult>& results)
+{
+  // One table per (workload, bandwidth), in the order of first appearance.
+  std::vector<std::pair<std::string, double>> groups;
+  for (const Cell& cell : cells) {
+    std::pair<std::string, double> group{cell.workload, cell.bandwidth_bytes_per_s};
+    if (std::find(groups.begin(), groups.end(), group) == groups.end())
+      groups.push_back(group);
+  }
+  std::string text;
+  for (const auto& [workload, bandwidth] : groups) {
+    std::vector<std::string> planners;
+    std::vector<std::pair<std::string, std::string>> budgets; // (header line 1, header line 2)
+    std::map<std::pair<std::string, std::string>, std::string> entries;
+    std::string machine;
+    double ideal = 0;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const Cell& cell = cells[i];
+      if (cell.workload != workload || cell.bandwidth_bytes_per_s != bandwidth)
+        continue;
+      machine = cell.machine;
+      ideal = results[i].ideal_time_s;
+      if (std::find(planners.begin(), planners.end(), cell.planner_label) == planners.end())
+        planners.push_back(cell.planner_label);
+      std::string bytes = units::format_bytes(static_cast<double>(cell.budget_bytes));
+      std::pair<std::string, std::string> budget =
+          cell.budget_fraction ? std::pair{fmt::format("{}x peak", format_number(*cell.budget_fraction)), bytes}
+                               : std::pair{bytes, std::string()};
+      if (std::find(budgets.begin(), budgets.end(), budget) == budgets.end())
+        budgets.push_back(budget);
+      entries[{cell.planner_label, budget.first}] =
+          results[i].feasible ? units::format_duration(results[i].metrics.iteration_time_s) : "infeasible";
+    }
+    text += fmt::format("{} on {}, host link {} GB/s: iteration time (ideal {})\n", workload, machine,
+                        format_number(bandwidth / 1e9), units::format_duration(ideal));
+    std::size_t first_width = std::string("planner").size();
+    for (const auto& planner : planners)
+      first_width = std::max(first_width, planner.size());
+    std::vector<std::size_t> widths;
+    for (const auto& budget : budgets) {
+      std::size_t width = std::max({budget.first.size(), budget.second.size(), std::string("infeasible").size()});
+      for (const auto& planner : planners)
+        width = std::max(width, entries[{planner, budget.first}].size());
+      widths.push_back(width);
+    }
+    bool two_header_lines = std::any_of(budgets.begin(), budgets.end(), [](const auto& b) { return !b.second.empty(); });
+    std::string header = pad("budget", first_width, false);
+    std::string header2 = pad("", first_width, false);
+    for (std::size_t b = 0; b < budgets.size(); ++b) {
+      header += "  " + pad(budgets[b].first, widths[b], true);
+      header2 += "  " + pad(budgets[b].second, widths[b], true);
+    }
+    text += header + "\n";
+    if (two_header_lines)
+      text += header2 + "\n";
+    for (const auto& planner : planners) {
+      std::string line = pad(planner, first_width, false);
+      for (std::size_t b = 0; b < budgets.size(); ++b)
+        line += "  " + pad(entries[{planner, budgets[b].first}], widths[b], true);
+      text += line + "\n";
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& out_dir, const RunOptions& options)
+{
+  const auto started = std::chrono::steady_clock::now();
+  const std::filesystem::path cells_dir = out_dir / "cells";
+  std::filesystem::create_directories(cells_dir);
+  materialize_workloads(experiment, out_dir);
+  const std::vector<Cell> cells = expand_cells(experiment);
+
+  RunSummary summary;
+  summary.cells = cells.size();
+  const std::filesystem::path csv = out_dir / "results.csv";
+  std::filesystem::remove(csv); // a stale table must not pass for this run's
+
+  // Identical cells (same key) run once.
+  std::vector<std::optional<CellResult>> results(cells.size());
+  std::map<std::string, std::vector<std::size_t>> cells_by_key;
+  std::vector<std::string> pending_keys;
+  for (const Cell& cell : cells) {
+    std::string key = cell_key(cell);
+    auto& same = cells_by_key[key];
+    same.push_back(cell.index);
+    if (same.size() > 1)
+      continue;
+    if (auto cached = read_cached(cells_dir / (key + ".json"), cell)) {
+      results[cell.index] = cached;
+      continue;
+    }
+    pending_keys.push_back(key);
+  }
+  for (const auto& [key, indices] : cells_by_key)
+    if (results[indices.front()])
+      for (std::size_t index : indices) {
+        results[index] = results[indices.front()];
+        ++summary.cached;
+      }
+
+  unsigned jobs = options.jobs != 0 ? options.jobs : experiment.jobs;
+  if (jobs == 0)
+    jobs = std::max(1u, std::thread::hardware_concurrency());
+  std::filesystem::path worker = options.worker_executable;
+  if (worker.empty())
+    worker = std::filesystem::read_symlink("/proc/self/exe");
+  const bool show_progress = options.progress == Progress::on ||
+                             (options.progress == Progress::automatic && ::isatty(STDERR_FILENO));
+  ProgressLine progress(show_progress);
+  std::size_t done = summary.cached;
+
+  InterruptGuard guard;
+  std::map<pid_t, std::string> running; // pid -> key
+  std::map<std::size_t, std::string> failures; // by cell index: reported in the sweep's order, not finish order
+  std::size_t next = 0;
+  while ((next < pending_keys.size() && interrupt_signal == 0) || !running.empty()) {
+    while (running.size() < jobs && next < pending_keys.size() && interrupt_signal == 0) {
+      const std::string& key = pending_keys[next++];
+      const Cell& cell = cells[cells_by_key[key].front()];
+      const std::filesystem::path cell_file = cells_dir / (key + ".cell.json");
+      write_text_atomically(cell_file, cell_to_json(cell).dump(2) + "\n");
+      pid_t pid = spawn_process({worker.string(), "worker", "--cell", cell_file.string(), "--out",
+                                 (cells_dir / (key + ".json")).string()},
+                                cells_dir / (key + ".log"));
+      running[pid] = key;
+      progress.show(done, cells.size(), describe_cell(cell));
+    }
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) {
+        if (interrupt_signal != 0) // workers got the terminal's SIGINT too; make sure they stop
+          for (const auto& [child, key] : running)
+            ::kill(child, SIGTERM);
+        continue;
+      }
+      throw RunError(fmt::format("waiting for workers failed: {}", std::strerror(errno)));
+    }
+    auto found = running.find(pid);
+    if (found == running.end())
+      continue; // not one of ours
+    const std::string key = found->second;
+    running.erase(found);
+    const std::vector<std::size_t>& indices = cells_by_key[key];
+    const Cell& cell = cells[indices.front()];
+    const std::filesystem::path log = cells_dir / (key + ".log");
+    std::optional<CellResult> result;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      result = read_cached(cells_dir / (key + ".json"), cell);
+    if (result) {
+      for (std::size_t index : indices)
+        results[index] = result;
+      summary.computed += indices.size();
+      done += indices.size();
+      std::filesystem::remove(log);
+    } else if (interrupt_signal == 0) {
+      failures.emplace(cell.index, fmt::format("cell {} ({}) failed: worker ended with {}{}:\n    {}\n  log: {}",
+                                             cell.index + 1, describe_cell(cell), describe_status(status),
+                                             WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " without a result"
+                                                                                            : "",
+                                             log_tail(log), log.string()));
+    }
+    progress.show(done, cells.size(), describe_cell(cell));
+  }
+  progress.clear();
+  for (auto& [index, message] : failures)
+    summary.failures.push_back(std::move(message));
+
+  if (interrupt_signal != 0) {
+    summary.interrupted = true;
+    return summary;
+  }
+  if (!summary.failures.empty())
+    return summary;
+
+  std::vector<CellResult> complete;
+  for (const auto& result : results)
+    complete.push_back(*result);
+  std::string table_text = csv_header() + "\n";
+  for (const Cell& cell : cells)
+    table_text += csv_row(cell, complete[cell.index]) + "\n";
+  write_text_atomically(csv, table_text);
+  summary.results_csv = csv;
+
+  if (options.table_output != nullptr) {
+    fmt::print(options.table_output, "{}", format_table(cells, complete));
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    fmt::print(options.table_output, "{} cells ({} run, {} cached) in {:.1f} s; results in {}\n", summary.cells,
+               summary.computed, summary.cached, seconds, csv.string());
+    std::fflush(options.table_output);
+  }
+  if (options.plots) {
+    summary.plot_files = draw_plots(experiment, out_dir, csv, options);
+    if (options.table_output != nullptr && !summary.plot_files.empty()) {
+      std::string names;
+      for (const auto& file : summary.plot_files)
+        names += (names.empty() ? "" : ", ") + file.string();
+      fmt::print(options.table_output, "plots: {}\n", names);
+    }
+  }
+  return summary;
+}
+
+void run_worker(const std::filesystem::path& cell_file, const std::filesystem::path& result_file)
+{
+  const Cell cell = cell_from_json(json_io::read_file(cell_file), cell_file.string());
+  const CellResult result = run_cell(cell);
+  write_text_atomically(result_file, cell_result_to_json(cell, result).dump(2) + "\n");
+}
+
+} // namespace memsim::experiments

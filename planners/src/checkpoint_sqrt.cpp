@@ -1,0 +1,85 @@
+// checkpoint-sqrt (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): split the chain into ~sqrt(n)
+// segments, keep only each segment's input during the forward phase, and recompute a segment's forward just before
+// its backward. The last segment is not recomputed: its backward follows its forward directly.
+#include "sequence.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/units.hpp"
+#include "memsim/planners/planner.hpp"
+#include "memsim/traces/views.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+namespace memsim {
+namespace {
+
+Plan plan_checkpoint_sqrt(const Trace& trace, const Machine&, const PlanRequest& request)
+{
+  const ChainView chain = chain_view(trace);
+  const auto layer_count = static_cast<std::int64_t>(chain.layers.size());
+  std::int64_t segments = request.params.value("segments", std::int64_t{0});
+  if (segments <= 0)
+    segments = std::max<std::int64_t>(1, std::llround(std::sqrt(static_cast<double>(layer_count))));
+  segments = std::min(segments, layer_count);
+  const std::int64_t segment_size = (layer_count + segments - 1) / segments;
+  auto segment_of = [&](int layer) { return layer / segment_size; };
+  const std::int64_t last_segment = segment_of(static_cast<int>(layer_count - 1));
+
+  // Segment inputs stay resident from the forward to the backward.
+  std::set<TensorId> kept;
+  for (std::int64_t start = segment_size; start < layer_count; start += segment_size)
+    kept.insert(chain.layers[static_cast<std::size_t>(start - 1)].output_tensor);
+
+  std::vector<planning::SequenceEntry> sequence;
+  std::vector<bool> recomputed(static_cast<std::size_t>(segments), false);
+  for (const Op& op : trace.ops) {
+    if (op.phase == Phase::backward) {
+      const std::int64_t segment = segment_of(op.layer);
+      if (segment != last_segment && !recomputed[static_cast<std::size_t>(segment)]) {
+        recomputed[static_cast<std::size_t>(segment)] = true;
+        const std::int64_t first = segment * segment_size;
+        const std::int64_t end = std::min(first + segment_size, layer_count);
+        for (std::int64_t layer = first; layer < end; ++layer) {
+          for (OpId id : chain.layers[static_cast<std::size_t>(layer)].forward_ops) {
+            const Op& forward = trace.op(id);
+            std::size_t kept_outputs = 0;
+            for (TensorId out : forward.outputs)
+              kept_outputs += kept.count(out);
+            if (kept_outputs == forward.outputs.size())
+              continue; // its outputs are all still resident
+            if (kept_outputs != 0)
+              throw Infeasible(fmt::format("checkpoint-sqrt cannot recompute op {} '{}': it produces a kept segment "
+                                           "input and other tensors",
+                                           forward.id, forward.name));
+            sequence.push_back({forward.id, true});
+          }
+        }
+      }
+    }
+    sequence.push_back({op.id, false});
+  }
+
+  Plan plan;
+  const planning::SequentialPlan emitted = planning::emit_sequence(trace, sequence, plan);
+  if (emitted.peak_bytes > request.budget_bytes)
+    throw Infeasible(fmt::format("checkpoint-sqrt with {} segments needs {} ({} bytes, at op {} '{}'), budget is {} "
+                                 "({} bytes)",
+                                 segments, units::format_bytes(static_cast<double>(emitted.peak_bytes)),
+                                 emitted.peak_bytes, emitted.peak_op, trace.op(emitted.peak_op).name,
+                                 units::format_bytes(static_cast<double>(request.budget_bytes)), request.budget_bytes));
+  plan.estimate.peak_bytes = emitted.peak_bytes;
+  return plan;
+}
+
+} // namespace
+
+MEMSIM_REGISTER_PLANNER(
+    checkpoint_sqrt, "checkpoint-sqrt",
+    "Chen et al. 2016: keep ~sqrt(n) segment inputs of the chain, recompute each segment's forward before its backward",
+    {ParamSpec{"segments", ParamType::integer, "number of segments (0: round(sqrt(layers)))", 0, 0.0, 1e6, {}}},
+    plan_checkpoint_sqrt);
+
+} // namespace memsim

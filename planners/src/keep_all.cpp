@@ -1,0 +1,47 @@
+// keep-all: the framework's default schedule. Every op in trace order; every tensor stays until the framework
+// released it (free_after) or its last use.
+#include "sequence.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/units.hpp"
+#include "memsim/planners/planner.hpp"
+#include "memsim/traces/views.hpp"
+
+#include <fmt/format.h>
+
+namespace memsim {
+namespace {
+
+Plan plan_keep_all(const Trace& trace, const Machine&, const PlanRequest& request)
+{
+  const auto lifetimes = default_lifetimes(trace);
+  std::vector<std::vector<TensorId>> released_after_op(trace.ops.size());
+  for (const Tensor& tensor : trace.tensors) {
+    const auto& lifetime = lifetimes[static_cast<std::size_t>(tensor.id)];
+    if (lifetime.produced_by && lifetime.released_after)
+      released_after_op[static_cast<std::size_t>(*lifetime.released_after)].push_back(tensor.id);
+  }
+  const MemoryProfile profile = default_memory_profile(trace);
+  if (profile.peak_bytes > request.budget_bytes)
+    throw Infeasible(fmt::format("keep-all needs {} ({} bytes, peak at op {} '{}'), budget is {} ({} bytes)",
+                                 units::format_bytes(static_cast<double>(profile.peak_bytes)), profile.peak_bytes,
+                                 profile.peak_op, trace.op(profile.peak_op).name,
+                                 units::format_bytes(static_cast<double>(request.budget_bytes)), request.budget_bytes));
+  Plan plan;
+  PlanBuilder builder(plan);
+  for (const Op& op : trace.ops) {
+    builder.compute(op.id);
+    for (TensorId id : released_after_op[static_cast<std::size_t>(op.id)])
+      builder.free(id);
+  }
+  plan.estimate.peak_bytes = profile.peak_bytes;
+  return plan;
+}
+
+} // namespace
+
+MEMSIM_REGISTER_PLANNER(keep_all, "keep-all",
+                        "framework default: ops in trace order, every tensor kept until its last use (or free_after)",
+                        {}, plan_keep_all);
+
+} // namespace memsim

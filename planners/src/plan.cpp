@@ -1,0 +1,283 @@
+#include "memsim/planners/plan.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/json_io.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+namespace memsim {
+namespace {
+
+constexpr std::array<std::pair<StepKind, std::string_view>, 7> kStepKinds{{
+    {StepKind::compute, "compute"},
+    {StepKind::recompute, "recompute"},
+    {StepKind::offload, "offload"},
+    {StepKind::prefetch, "prefetch"},
+    {StepKind::free, "free"},
+    {StepKind::send, "send"},
+    {StepKind::recv, "recv"},
+}};
+
+std::string step_kind_names()
+{
+  std::string names;
+  for (const auto& [kind, name] : kStepKinds)
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  return names;
+}
+
+Step read_step(const json_io::Node& node, std::size_t index)
+{
+  node.only_keys({"id", "kind", "device", "stream", "op", "tensor", "instance", "deps", "peer"});
+  Step step;
+  step.id = node.at("id").as_int();
+  if (step.id != static_cast<std::int64_t>(index))
+    node.at("id").fail(fmt::format("step ids must be dense and in order: expected {}, found {}", index, step.id));
+  std::string kind = node.at("kind").as_string();
+  auto parsed = step_kind_from_string(kind);
+  if (!parsed)
+    node.at("kind").fail(fmt::format("unknown step kind '{}' (valid: {})", kind, step_kind_names()));
+  step.kind = *parsed;
+  step.device = static_cast<int>(node.get_int("device", 0));
+  if (step.device < 0)
+    node.at("device").fail("device must not be negative");
+  step.stream = node.get_string("stream", step_names_op(step.kind) ? "compute" : "");
+  if (step.stream.empty()) {
+    switch (step.kind) {
+    case StepKind::offload: step.stream = "d2h"; break;
+    case StepKind::prefetch: step.stream = "h2d"; break;
+    case StepKind::send:
+    case StepKind::recv: step.stream = "p2p"; break;
+    default: step.stream = "compute"; break;
+    }
+  }
+  step.instance = static_cast<int>(node.get_int("instance", 0));
+  if (step.instance < 0)
+    node.at("instance").fail("instance must not be negative");
+  if (step_names_op(step.kind)) {
+    step.op = node.at("op").as_int();
+    if (node.has("tensor"))
+      node.at("tensor").fail(fmt::format("a {} step names an op, not a tensor", kind));
+  } else {
+    step.tensor = node.at("tensor").as_int();
+    if (node.has("op"))
+      node.at("op").fail(fmt::format("a {} step names a tensor, not an op", kind));
+  }
+  if (node.has("peer"))
+    step.peer = static_cast<int>(node.at("peer").as_int());
+  if ((step.kind == StepKind::send || step.kind == StepKind::recv) && !step.peer)
+    node.fail(fmt::format("a {} step needs 'peer' (the other device)", kind));
+  auto deps = node.at("deps");
+  for (std::size_t i = 0; i < deps.size(); ++i) {
+    StepId dep = deps.item(i).as_int();
+    if (dep < 0 || dep >= step.id)
+      deps.item(i).fail(fmt::format("dep {} must name an earlier step (0..{})", dep, step.id - 1));
+    step.deps.push_back(dep);
+  }
+  return step;
+}
+
+} // namespace
+
+std::string_view to_string(StepKind kind)
+{
+  for (const auto& [value, name] : kStepKinds)
+    if (value == kind)
+      return name;
+  return "compute";
+}
+
+std::optional<StepKind> step_kind_from_string(std::string_view text)
+{
+  for (const auto& [value, name] : kStepKinds)
+    if (name == text)
+      return value;
+  return std::nullopt;
+}
+
+Plan plan_from_json(const nlohmann::json& document, const std::string& source_name)
+{
+  json_io::Node root(document, source_name);
+  root.expect_format("memsim-plan", 1);
+  root.only_keys({"format", "version", "trace", "machine", "planner", "params", "budget_bytes", "steps", "estimate",
+                  "extra_ops", "extra_tensors", "notes"});
+  Plan plan;
+  plan.trace = root.get_string("trace", "");
+  plan.machine = root.get_string("machine", "");
+  plan.planner = root.get_string("planner", "");
+  if (root.has("params")) {
+    root.at("params").expect_object();
+    plan.params = root.at("params").value();
+  }
+  plan.budget_bytes = root.get_uint("budget_bytes", 0);
+  if (root.has("estimate")) {
+    auto estimate = root.at("estimate");
+    estimate.expect_object();
+    if (estimate.has("iteration_time_s"))
+      plan.estimate.iteration_time_s = estimate.at("iteration_time_s").as_number();
+    if (estimate.has("peak_bytes"))
+      plan.estimate.peak_bytes = estimate.at("peak_bytes").as_uint();
+  }
+  // Extra ops/tensors continue the trace's ids; their first id is only known against the trace, so they
+  // are read here with their own positions and checked in validate_plan.
+  if (root.has("extra_tensors")) {
+    auto extra = root.at("extra_tensors");
+    for (std::size_t i = 0; i < extra.size(); ++i) {
+      auto element = extra.item(i);
+      element.expect_object();
+      TensorId id = element.at("id").as_int();
+      plan.extra_tensors.push_back(tensor_from_json(element.value(), source_name, element.path(), id));
+    }
+  }
+  if (root.has("extra_ops")) {
+    auto extra = root.at("extra_ops");
+    for (std::size_t i = 0; i < extra.size(); ++i) {
+      auto element = extra.item(i);
+      element.expect_object();
+      OpId id = element.at("id").as_int();
+      plan.extra_ops.push_back(op_from_json(element.value(), source_name, element.path(), id));
+    }
+  }
+  auto steps = root.at("steps");
+  plan.steps.reserve(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    plan.steps.push_back(read_step(steps.item(i), i));
+  return plan;
+}
+
+nlohmann::json plan_to_json(const Plan& plan)
+{
+  using nlohmann::json;
+  json steps = json::array();
+  for (const Step& step : plan.steps) {
+    json entry = {{"id", step.id}, {"kind", to_string(step.kind)}};
+    if (step.op)
+      entry["op"] = *step.op;
+    if (step.tensor)
+      entry["tensor"] = *step.tensor;
+    entry["device"] = step.device;
+    entry["stream"] = step.stream;
+    if (step.instance != 0)
+      entry["instance"] = step.instance;
+    if (step.peer)
+      entry["peer"] = *step.peer;
+    entry["deps"] = step.deps;
+    steps.push_back(std::move(entry));
+  }
+  json document = {{"format", "memsim-plan"}, {"version", 1},          {"trace", plan.trace},
+                   {"machine", plan.machine}, {"planner", plan.planner}, {"params", plan.params},
+                   {"budget_bytes", plan.budget_bytes}};
+  if (plan.estimate.iteration_time_s || plan.estimate.peak_bytes) {
+    json estimate = json::object();
+    if (plan.estimate.iteration_time_s)
+      estimate["iteration_time_s"] = *plan.estimate.iteration_time_s;
+    if (plan.estimate.peak_bytes)
+      estimate["peak_bytes"] = *plan.estimate.peak_bytes;
+    document["estimate"] = std::move(estimate);
+  }
+  if (!plan.extra_tensors.empty()) {
+    json extra = json::array();
+    for (const Tensor& tensor : plan.extra_tensors)
+      extra.push_back(tensor_to_json(tensor));
+    document["extra_tensors"] = std::move(extra);
+  }
+  if (!plan.extra_ops.empty()) {
+    json extra = json::array();
+    for (const Op& op : plan.extra_ops)
+      extra.push_back(op_to_json(op));
+    document["extra_ops"] = std::move(extra);
+  }
+  document["steps"] = std::move(steps);
+  return document;
+}
+
+Plan load_plan(const std::filesystem::path& path) { return plan_from_json(json_io::read_file(path), path.string()); }
+
+void save_plan(const Plan& plan, const std::filesystem::path& path) { json_io::write_file(path, plan_to_json(plan)); }
+
+void validate_plan(const Plan& plan, const Trace& trace, int device_count, const std::string& source_name)
+{
+  const auto op_count = static_cast<std::int64_t>(trace.ops.size() + plan.extra_ops.size());
+  const auto tensor_count = static_cast<std::int64_t>(trace.tensors.size() + plan.extra_tensors.size());
+  for (std::size_t i = 0; i < plan.extra_tensors.size(); ++i)
+    if (plan.extra_tensors[i].id != static_cast<std::int64_t>(trace.tensors.size() + i))
+      throw InputError(fmt::format("{}: at /extra_tensors/{}/id", source_name, i),
+                       fmt::format("extra tensor ids continue the trace's: expected {}", trace.tensors.size() + i));
+  for (std::size_t i = 0; i < plan.extra_ops.size(); ++i)
+    if (plan.extra_ops[i].id != static_cast<std::int64_t>(trace.ops.size() + i))
+      throw InputError(fmt::format("{}: at /extra_ops/{}/id", source_name, i),
+                       fmt::format("extra op ids continue the trace's: expected {}", trace.ops.size() + i));
+  for (const Step& step : plan.steps) {
+    auto where = [&](const char* key) { return fmt::format("{}: at /steps/{}/{}", source_name, step.id, key); };
+    if (step.device >= device_count)
+      throw InputError(where("device"),
+                       fmt::format("device {} does not exist (the machine has {} GPU(s))", step.device, device_count));
+    if (step.peer && (*step.peer < 0 || *step.peer >= device_count || *step.peer == step.device))
+      throw InputError(where("peer"), fmt::format("peer {} is not another GPU of the machine", *step.peer));
+    if (step.op && (*step.op < 0 || *step.op >= op_count))
+      throw InputError(where("op"), fmt::format("no op with id {} in trace '{}'", *step.op, trace.name));
+    if (step.tensor && (*step.tensor < 0 || *step.tensor >= tensor_count))
+      throw InputError(where("tensor"), fmt::format("no tensor with id {} in trace '{}'", *step.tensor, trace.name));
+  }
+}
+
+Trace trace_with_extras(const Trace& trace, const Plan& plan)
+{
+  if (plan.extra_ops.empty() && plan.extra_tensors.empty())
+    return trace;
+  Trace extended = trace;
+  extended.ops.insert(extended.ops.end(), plan.extra_ops.begin(), plan.extra_ops.end());
+  extended.tensors.insert(extended.tensors.end(), plan.extra_tensors.begin(), plan.extra_tensors.end());
+  return extended;
+}
+
+StepId PlanBuilder::add(Step step)
+{
+  step.id = static_cast<StepId>(plan_->steps.size());
+  plan_->steps.push_back(std::move(step));
+  return plan_->steps.back().id;
+}
+
+namespace {
+Step make_step(StepKind kind, std::optional<OpId> op, std::optional<TensorId> tensor, std::vector<StepId> deps,
+               int device, int instance, const std::string& stream)
+{
+  Step step;
+  step.kind = kind;
+  step.op = op;
+  step.tensor = tensor;
+  step.deps = std::move(deps);
+  step.device = device;
+  step.instance = instance;
+  step.stream = stream;
+  return step;
+}
+} // namespace
+
+StepId PlanBuilder::compute(OpId op, std::vector<StepId> deps, int device, int instance, const std::string& stream)
+{
+  return add(make_step(StepKind::compute, op, std::nullopt, std::move(deps), device, instance, stream));
+}
+StepId PlanBuilder::recompute(OpId op, std::vector<StepId> deps, int device, int instance, const std::string& stream)
+{
+  return add(make_step(StepKind::recompute, op, std::nullopt, std::move(deps), device, instance, stream));
+}
+StepId PlanBuilder::offload(TensorId tensor, std::vector<StepId> deps, int device, int instance,
+                            const std::string& stream)
+{
+  return add(make_step(StepKind::offload, std::nullopt, tensor, std::move(deps), device, instance, stream));
+}
+StepId PlanBuilder::prefetch(TensorId tensor, std::vector<StepId> deps, int device, int instance,
+                             const std::string& stream)
+{
+  return add(make_step(StepKind::prefetch, std::nullopt, tensor, std::move(deps), device, instance, stream));
+}
+StepId PlanBuilder::free(TensorId tensor, std::vector<StepId> deps, const std::string& stream, int device,
+                         int instance)
+{
+  return add(make_step(StepKind::free, std::nullopt, tensor, std::move(deps), device, instance, stream));
+}
+
+} // namespace memsim

@@ -1,0 +1,532 @@
+#include "memsim/runtime/execution_program.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/runtime/device_pool.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace memsim::runtime {
+
+std::string_view to_string(FailureKind kind)
+{
+  switch (kind) {
+  case FailureKind::out_of_memory: return "out_of_memory";
+  case FailureKind::fragmentation: return "fragmentation";
+  case FailureKind::not_resident: return "not_resident";
+  case FailureKind::double_allocation: return "double_allocation";
+  case FailureKind::no_host_copy: return "no_host_copy";
+  }
+  return "?";
+}
+
+void check_runtime_supports(const Plan& plan, const std::string& source_name)
+{
+  for (const Step& step : plan.steps) {
+    if (step.kind == StepKind::send || step.kind == StepKind::recv)
+      throw InputError(fmt::format("{}: at /steps/{}/kind", source_name, step.id),
+                       fmt::format("memsim-cuda runs single-GPU plans; step {} is a {}", step.id, to_string(step.kind)));
+    if (step.device != plan.steps.front().device)
+      throw InputError(fmt::format("{}: at /steps/{}/device", source_name, step.id),
+                       fmt::format("memsim-cuda runs single-GPU plans; step {} uses device {} but step 0 uses device {}",
+                                   step.id, step.device, plan.steps.front().device));
+  }
+}
+
+namespace {
+
+using Clock = std::vector<std::int64_t>; // per stream: highest position known complete (-1: none)
+
+void merge_into(Clock& into, const Clock& from)
+{
+  for (std::size_t s = 0; s < into.size(); ++s)
+    into[s] = std::max(into[s], from[s]);
+}
+
+// Builds the program step by step in list order; stops at the first failure.
+class ProgramBuilder {
+public:
+  ProgramBuilder(const Plan& plan, const Trace& trace, const PoolConfig& pool)
+      : plan_(plan), trace_(trace), pool_(pool.arena_bytes, pool.alignment)
+  {
+    program_.pool = pool;
+    program_.plan_step_count = plan.steps.size();
+    program_.device = plan.steps.empty() ? 0 : plan.steps.front().device;
+    assign_streams();
+  }
+
+  Program build()
+  {
+    if (!place_initial_residents())
+      return std::move(program_);
+    for (const Step& step : plan_.steps) {
+      if (!add_step(step))
+        break;
+      if (++since_settle_ >= 64) {
+        settle(static_cast<std::size_t>(step.id));
+        since_settle_ = 0;
+      }
+    }
+    return std::move(program_);
+  }
+
+private:
+  using TensorKey = std::pair<int, TensorId>; // (instance, tensor)
+
+  void assign_streams()
+  {
+    std::map<std::pair<int, std::string>, std::size_t> index;
+    for (const Step& step : plan_.steps) {
+      auto [it, added] = index.emplace(std::make_pair(step.device, step.stream), program_.streams.size());
+      if (added)
+        program_.streams.push_back({step.device, step.stream});
+      stream_of_.push_back(it->second);
+    }
+    const std::size_t stream_count = program_.streams.size();
+    std::vector<std::int64_t> next_position(stream_count, 0);
+    last_index_of_stream_.assign(stream_count, 0);
+    latest_step_of_stream_.assign(stream_count, -1);
+    pending_.assign(stream_count, PendingStream{});
+    for (std::size_t i = 0; i < plan_.steps.size(); ++i) {
+      position_.push_back(next_position[stream_of_[i]]++);
+      last_index_of_stream_[stream_of_[i]] = i;
+    }
+  }
+
+  // Whether release step `release` has completed once `clock` holds.
+  bool covered(const Clock& clock, StepId release) const
+  {
+    auto index = static_cast<std::size_t>(release);
+    return clock[stream_of_[index]] >= position_[index];
+  }
+
+  // Whether every step after list index `current` is ordered after `release`.
+  bool ordered_for_all_future(StepId release, std::size_t current) const
+  {
+    for (std::size_t s = 0; s < program_.streams.size(); ++s) {
+      if (last_index_of_stream_[s] <= current)
+        continue; // no future steps on this stream
+      StepId latest = latest_step_of_stream_[s];
+      if (latest < 0 || !covered(done_[static_cast<std::size_t>(latest)], release))
+        return false;
+    }
+    return true;
+  }
+
+  void settle(std::size_t current)
+  {
+    // Per stream: the position every future step is known to be ordered after.
+    for (std::size_t s = 0; s < pending_.size(); ++s) {
+      std::int64_t ordered_through = std::numeric_limits<std::int64_t>::max();
+      for (std::size_t t = 0; t < program_.streams.size(); ++t) {
+        if (last_index_of_stream_[t] <= current)
+          continue;
+        StepId latest = latest_step_of_stream_[t];
+        ordered_through = std::min(ordered_through, latest < 0 ? -1 : done_[static_cast<std::size_t>(latest)][s]);
+      }
+      PendingStream& stream = pending_[s];
+      while (stream.head < stream.position.size() && stream.position[stream.head] <= ordered_through)
+        ++stream.head;
+    }
+    pool_.settle([&](StepId release) { return ordered_for_all_future(release, current); });
+  }
+
+  // Releases not ordered before a step are kept per stream in stream order, with running byte sums, so
+  // "bytes released but possibly still on the GPU" for a clock is a binary search per stream.
+  struct PendingStream {
+    std::vector<std::int64_t> position;
+    std::vector<StepId> step;
+    std::vector<std::uint64_t> cumulative; // bytes of entries 0..i
+    std::size_t head = 0;                  // entries before head are ordered for every future step
+
+    std::size_t first_uncovered(std::int64_t covered_through) const
+    {
+      return static_cast<std::size_t>(
+          std::upper_bound(position.begin() + static_cast<std::ptrdiff_t>(head), position.end(), covered_through) -
+          position.begin());
+    }
+    std::uint64_t bytes_before(std::size_t index) const { return index == 0 ? 0 : cumulative[index - 1]; }
+    std::uint64_t total() const { return cumulative.empty() ? 0 : cumulative.back(); }
+  };
+
+  std::uint64_t unordered_bytes(const Clock& clock) const
+  {
+    std::uint64_t total = 0;
+    for (std::size_t s = 0; s < pending_.size(); ++s)
+      total += pending_[s].total() - pending_[s].bytes_before(pending_[s].first_uncovered(clock[s]));
+    return total;
+  }
+
+  // The release to wait on so that `deficit` more bytes are surely free: per stream the earliest release
+  // that covers the deficit alone, the earliest of those over the streams; if no stream can, the last
+  // release of the stream with the most unordered bytes (and the caller loops).
+  StepId release_to_wait_for(const Clock& clock, std::uint64_t deficit) const
+  {
+    std::optional<StepId> best;
+    StepId fallback = -1;
+    std::uint64_t fallback_bytes = 0;
+    for (std::size_t s = 0; s < pending_.size(); ++s) {
+      const PendingStream& stream = pending_[s];
+      const std::size_t first = stream.first_uncovered(clock[s]);
+      if (first >= stream.position.size())
+        continue;
+      const std::uint64_t base = stream.bytes_before(first);
+      auto enough = std::lower_bound(stream.cumulative.begin() + static_cast<std::ptrdiff_t>(first),
+                                     stream.cumulative.end(), base + deficit);
+      if (enough != stream.cumulative.end()) {
+        StepId candidate = stream.step[static_cast<std::size_t>(enough - stream.cumulative.begin())];
+        if (!best || candidate < *best)
+          best = candidate;
+      }
+      if (stream.total() - base > fallback_bytes) {
+        fallback_bytes = stream.total() - base;
+        fallback = stream.step.back();
+      }
+    }
+    return best ? *best : fallback;
+  }
+
+  std::string tensor_name(TensorId id) const { return trace_.tensor(id).name; }
+
+  std::string step_title(const Step& step) const
+  {
+    if (step.op)
+      return fmt::format("step {} ({} of op '{}', instance {})", step.id, to_string(step.kind), trace_.op(*step.op).name,
+                         step.instance);
+    return fmt::format("step {} ({} of tensor '{}', instance {})", step.id, to_string(step.kind),
+                       tensor_name(*step.tensor), step.instance);
+  }
+
+  void fail(FailureKind kind, const Step* step, std::optional<TensorId> tensor, std::uint64_t requested,
+            std::string what)
+  {
+    ProgramFailure failure;
+    failure.kind = kind;
+    failure.step = step ? step->id : -1;
+    failure.tensor = tensor;
+    failure.bytes_in_use = live_bytes_;
+    failure.bytes_requested = requested;
+    failure.what = std::move(what);
+    if (step) {
+      auto index = static_cast<std::size_t>(step->id);
+      std::set<StepId> after(step->deps.begin(), step->deps.end());
+      if (position_[index] > 0)
+        after.insert(latest_step_of_stream_[stream_of_[index]]);
+      failure.after_steps.assign(after.begin(), after.end());
+    }
+    program_.failure = std::move(failure);
+  }
+
+  // Allocates `bytes` for step `step` (nullptr: initial residency) whose start clock is `clock`; adds the
+  // memory waits it needs to `memory_waits` and `clock`. Returns the allocation index or nullopt (failed).
+  std::optional<std::size_t> allocate(const Step* step, Clock& clock, std::vector<StepId>& memory_waits,
+                                      std::optional<TensorId> tensor, int instance, std::uint64_t bytes)
+  {
+    const std::uint64_t budget = program_.pool.budget_bytes;
+    auto describe = [&] {
+      return tensor ? fmt::format("tensor '{}' (instance {})", tensor_name(*tensor), instance)
+                    : fmt::format("the workspace of op '{}'", trace_.op(*step->op).name);
+    };
+    if (live_bytes_ + bytes > budget) {
+      std::string where = step ? step_title(*step) : std::string("the initially resident tensors");
+      fail(FailureKind::out_of_memory, step, tensor, bytes,
+           fmt::format("out of memory on device {} at {}: {} needs {} bytes with {} bytes in use, over the budget of {} "
+                       "bytes",
+                       program_.device, where, describe(), bytes, live_bytes_, budget));
+      return std::nullopt;
+    }
+    auto wait_on = [&](StepId release) {
+      if (covered(clock, release))
+        return;
+      memory_waits.push_back(release);
+      merge_into(clock, done_[static_cast<std::size_t>(release)]);
+    };
+    // The cap: blocks released but not ordered before this step may still hold data on the GPU.
+    if (step)
+      for (std::uint64_t unordered = unordered_bytes(clock); live_bytes_ + unordered + bytes > budget;
+           unordered = unordered_bytes(clock)) {
+        const StepId release = release_to_wait_for(clock, live_bytes_ + unordered + bytes - budget);
+        if (release < 0)
+          break; // unreachable: live + bytes <= budget was checked above
+        wait_on(release);
+      }
+    auto placement = pool_.place(bytes, [&](StepId release) { return covered(clock, release); });
+    if (!placement) {
+      std::string where = step ? step_title(*step) : std::string("the initially resident tensors");
+      fail(FailureKind::fragmentation, step, tensor, bytes,
+           fmt::format("cannot place {} ({} bytes) on device {} at {}: {} bytes in use of the budget of {} bytes, but "
+                       "the largest free block of the {}-byte pool is {} bytes (fragmentation)",
+                       describe(), bytes, program_.device, where, live_bytes_, budget, pool_.arena_bytes(),
+                       pool_.largest_free_block()));
+      return std::nullopt;
+    }
+    for (StepId release : placement->waits)
+      wait_on(release);
+    live_bytes_ += bytes;
+    program_.peak_bytes = std::max(program_.peak_bytes, live_bytes_);
+    Allocation allocation;
+    allocation.tensor = tensor;
+    allocation.instance = instance;
+    allocation.bytes = bytes;
+    allocation.offset = placement->offset;
+    allocation.allocated_by = step ? step->id : -1;
+    program_.allocations.push_back(allocation);
+    return program_.allocations.size() - 1;
+  }
+
+  void release(std::size_t allocation_index, StepId step)
+  {
+    Allocation& allocation = program_.allocations[allocation_index];
+    allocation.released_by = step;
+    live_bytes_ -= allocation.bytes;
+    if (allocation.bytes > 0) {
+      pool_.release(allocation.offset, step);
+      const auto index = static_cast<std::size_t>(step);
+      PendingStream& stream = pending_[stream_of_[index]];
+      stream.position.push_back(position_[index]);
+      stream.step.push_back(step);
+      stream.cumulative.push_back(stream.total() + allocation.bytes);
+    }
+  }
+
+  bool place_initial_residents()
+  {
+    std::set<int> instances;
+    for (const Step& step : plan_.steps)
+      instances.insert(step.instance);
+    Clock clock(program_.streams.size(), -1);
+    std::vector<StepId> waits;
+    for (int instance : instances)
+      for (const Tensor& tensor : trace_.tensors) {
+        if (!is_initially_resident(tensor.kind))
+          continue;
+        auto allocation = allocate(nullptr, clock, waits, tensor.id, instance, tensor.bytes);
+        if (!allocation)
+          return false;
+        program_.initial_allocations.push_back(*allocation);
+        resident_[{instance, tensor.id}] = *allocation;
+      }
+    return true;
+  }
+
+  std::size_t host_buffer_for(int instance, TensorId tensor)
+  {
+    auto [it, added] = host_copy_.emplace(TensorKey{instance, tensor}, program_.host_buffers.size());
+    if (added)
+      program_.host_buffers.push_back({tensor, instance, trace_.tensor(tensor).bytes});
+    return it->second;
+  }
+
+  bool add_step(const Step& step)
+  {
+    const auto index = static_cast<std::size_t>(step.id);
+    const std::size_t stream = stream_of_[index];
+    ProgramStep out;
+    out.step = step.id;
+    out.kind = step.kind;
+    out.stream = stream;
+    out.op = step.op;
+    out.tensor = step.tensor;
+    out.instance = step.instance;
+
+    // Start clock: the stream predecessor, then the deps that it does not already imply.
+    const StepId predecessor = latest_step_of_stream_[stream];
+    Clock clock(program_.streams.size(), -1);
+    if (predecessor >= 0)
+      clock = done_[static_cast<std::size_t>(predecessor)];
+    std::vector<StepId> candidates;
+    for (StepId dep : step.deps)
+      if (!covered(clock, dep) && std::find(candidates.begin(), candidates.end(), dep) == candidates.end())
+        candidates.push_back(dep);
+    for (StepId dep : candidates) {
+      bool implied = std::any_of(candidates.begin(), candidates.end(), [&](StepId other) {
+        return other != dep && covered(done_[static_cast<std::size_t>(other)], dep);
+      });
+      if (!implied)
+        out.waits.push_back(dep);
+    }
+    std::sort(out.waits.begin(), out.waits.end());
+    for (StepId wait : out.waits)
+      merge_into(clock, done_[static_cast<std::size_t>(wait)]);
+    program_.dependency_waits += out.waits.size();
+
+    std::vector<StepId> memory_waits;
+    auto resident = [&](TensorId tensor) { return resident_.find({step.instance, tensor}); };
+    auto not_resident = [&](TensorId tensor, const char* role) {
+      fail(FailureKind::not_resident, &step, tensor, 0,
+           fmt::format("{} {} tensor '{}' which is not resident on device {}", step_title(step), role,
+                       tensor_name(tensor), step.device));
+      return false;
+    };
+    switch (step.kind) {
+    case StepKind::compute:
+    case StepKind::recompute: {
+      const Op& op = trace_.op(*step.op);
+      out.work = WorkKind::kernel;
+      out.label = op.name;
+      out.kernel_time_s = op.time_s;
+      out.flops = op.flops;
+      for (TensorId input : op.inputs)
+        if (resident(input) == resident_.end())
+          return not_resident(input, "reads");
+      for (TensorId output : op.outputs) {
+        if (resident(output) != resident_.end()) {
+          fail(FailureKind::double_allocation, &step, output, trace_.tensor(output).bytes,
+               fmt::format("{} produces tensor '{}' which is already resident on device {} (double allocation)",
+                           step_title(step), tensor_name(output), step.device));
+          return false;
+        }
+        auto allocation =
+            allocate(&step, clock, memory_waits, output, step.instance, trace_.tensor(output).bytes);
+        if (!allocation)
+          return false;
+        out.allocations.push_back(*allocation);
+        out.record_bytes += trace_.tensor(output).bytes;
+      }
+      if (op.workspace_bytes > 0) {
+        auto workspace = allocate(&step, clock, memory_waits, std::nullopt, step.instance, op.workspace_bytes);
+        if (!workspace)
+          return false;
+        out.allocations.push_back(*workspace);
+        out.releases.push_back(*workspace);
+      }
+      break;
+    }
+    case StepKind::prefetch: {
+      const Tensor& tensor = trace_.tensor(*step.tensor);
+      out.label = tensor.name;
+      auto host = host_copy_.find({step.instance, tensor.id});
+      if (host == host_copy_.end()) {
+        fail(FailureKind::no_host_copy, &step, tensor.id, tensor.bytes,
+             fmt::format("{} needs a host copy of tensor '{}', but none was offloaded before", step_title(step),
+                         tensor.name));
+        return false;
+      }
+      if (resident(tensor.id) != resident_.end()) {
+        fail(FailureKind::double_allocation, &step, tensor.id, tensor.bytes,
+             fmt::format("{} prefetches tensor '{}' which is already resident on device {} (double allocation)",
+                         step_title(step), tensor.name, step.device));
+        return false;
+      }
+      auto allocation = allocate(&step, clock, memory_waits, tensor.id, step.instance, tensor.bytes);
+      if (!allocation)
+        return false;
+      out.allocations.push_back(*allocation);
+      out.work = WorkKind::copy_h2d;
+      out.device_offset = program_.allocations[*allocation].offset;
+      out.host_buffer = host->second;
+      out.copy_bytes = tensor.bytes;
+      out.record_bytes = tensor.bytes;
+      break;
+    }
+    case StepKind::offload: {
+      const Tensor& tensor = trace_.tensor(*step.tensor);
+      out.label = tensor.name;
+      auto found = resident(tensor.id);
+      if (found == resident_.end())
+        return not_resident(tensor.id, "offloads");
+      out.work = WorkKind::copy_d2h;
+      out.device_offset = program_.allocations[found->second].offset;
+      out.host_buffer = host_buffer_for(step.instance, tensor.id);
+      out.copy_bytes = tensor.bytes;
+      out.record_bytes = tensor.bytes;
+      break;
+    }
+    case StepKind::free: {
+      const Tensor& tensor = trace_.tensor(*step.tensor);
+      out.label = tensor.name;
+      auto found = resident(tensor.id);
+      if (found == resident_.end())
+        return not_resident(tensor.id, "frees");
+      out.releases.push_back(found->second);
+      break;
+    }
+    case StepKind::send:
+    case StepKind::recv:
+      throw InputError(fmt::format("step {}", step.id), "memsim-cuda runs single-GPU plans (no send/recv)");
+    }
+
+    // Success: commit residency and releases (at the step's end), then the step's clocks.
+    std::sort(memory_waits.begin(), memory_waits.end());
+    out.memory_waits = memory_waits.size();
+    program_.memory_waits += memory_waits.size();
+    out.waits.insert(out.waits.end(), memory_waits.begin(), memory_waits.end());
+    std::sort(out.waits.begin(), out.waits.end());
+    if (step_names_op(step.kind)) {
+      const Op& op = trace_.op(*step.op);
+      for (std::size_t i = 0; i < op.outputs.size(); ++i)
+        resident_[{step.instance, op.outputs[i]}] = out.allocations[i];
+    } else if (step.kind == StepKind::prefetch) {
+      resident_[{step.instance, *step.tensor}] = out.allocations.front();
+    } else if (step.kind == StepKind::free) {
+      resident_.erase({step.instance, *step.tensor});
+    }
+    for (std::size_t allocation : out.releases)
+      release(allocation, step.id);
+    clock[stream] = position_[index];
+    done_.push_back(std::move(clock));
+    latest_step_of_stream_[stream] = step.id;
+    program_.steps.push_back(std::move(out));
+    return true;
+  }
+
+  const Plan& plan_;
+  const Trace& trace_;
+  DevicePool pool_;
+  Program program_;
+  std::vector<std::size_t> stream_of_;   // per plan step
+  std::vector<std::int64_t> position_;   // per plan step: index within its stream
+  std::vector<std::size_t> last_index_of_stream_;
+  std::vector<StepId> latest_step_of_stream_; // so far in the build
+  std::vector<Clock> done_;              // per built step: what is complete when it completes
+  std::map<TensorKey, std::size_t> resident_;  // device copy -> allocation
+  std::map<TensorKey, std::size_t> host_copy_; // host copy -> host buffer
+  std::vector<PendingStream> pending_; // per stream: released, maybe not yet ordered before every future step
+  std::uint64_t live_bytes_ = 0;
+  std::size_t since_settle_ = 0;
+};
+
+} // namespace
+
+Program build_program(const Plan& plan, const Trace& trace, const PoolConfig& pool)
+{
+  return ProgramBuilder(plan, trace, pool).build();
+}
+
+std::string describe_program(const Program& program)
+{
+  std::string text;
+  for (std::size_t s = 0; s < program.streams.size(); ++s) {
+    std::size_t steps = 0;
+    std::size_t waits = 0;
+    for (const ProgramStep& step : program.steps)
+      if (step.stream == s) {
+        ++steps;
+        waits += step.waits.size();
+      }
+    text += fmt::format("stream {} (device {}, '{}'): {} steps, {} event waits\n", s, program.streams[s].device,
+                        program.streams[s].name, steps, waits);
+  }
+  text += fmt::format("steps: {} of {} enqueued; event waits: {} from deps, {} for memory ordering\n",
+                      program.steps.size(), program.plan_step_count, program.dependency_waits, program.memory_waits);
+  text += fmt::format("memory: budget {} bytes, pool {} bytes, list-order peak {} bytes, {} pinned host buffers\n",
+                      program.pool.budget_bytes, program.pool.arena_bytes, program.peak_bytes,
+                      program.host_buffers.size());
+  std::string memory_waits;
+  std::size_t listed = 0;
+  for (const ProgramStep& step : program.steps)
+    if (step.memory_waits > 0 && listed++ < 8)
+      memory_waits += fmt::format(" {}", step.step);
+  if (listed > 0)
+    text += fmt::format("steps with memory-ordering waits:{}{}\n", memory_waits, listed > 8 ? " ..." : "");
+  if (program.failure)
+    text += fmt::format("infeasible ({}): {}\n", to_string(program.failure->kind), program.failure->what);
+  return text;
+}
+
+} // namespace memsim::runtime

@@ -1,0 +1,74 @@
+#pragma once
+// The timeline and metrics both executors (SimGrid simulator, CUDA runtime) produce, so runs compare.
+#include "memsim/planners/plan.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memsim {
+
+struct StepRecord {
+  StepId step = 0;
+  StepKind kind = StepKind::compute;
+  int device = 0;
+  std::string stream;
+  double start_s = 0;
+  double end_s = 0;
+  std::uint64_t bytes = 0; // bytes moved (transfers) or allocated (compute outputs)
+  std::string label;       // op or tensor name
+};
+
+// A memory sample per device: bytes in use from time_s on.
+struct MemorySample {
+  int device = 0;
+  double time_s = 0;
+  std::uint64_t bytes = 0;
+};
+
+struct ExecutionError {
+  StepId step = -1;
+  std::optional<TensorId> tensor;
+  double time_s = 0;
+  std::uint64_t bytes_in_use = 0;
+  std::uint64_t bytes_requested = 0;
+  std::string message; // full sentence naming step, tensor, time and bytes
+};
+
+struct Metrics {
+  bool feasible = true;
+  double iteration_time_s = 0;
+  double compute_busy_s = 0;    // compute + recompute time on compute streams
+  double stall_time_s = 0;      // compute-stream idle time waiting for data, until its last step
+  double recompute_time_s = 0;
+  std::uint64_t peak_device_bytes = 0; // max over devices
+  std::uint64_t peak_host_bytes = 0;
+  std::uint64_t h2d_bytes = 0;
+  std::uint64_t d2h_bytes = 0;
+  std::uint64_t p2p_bytes = 0;
+  std::size_t steps_executed = 0;
+};
+
+struct RunResult {
+  Metrics metrics;
+  std::optional<ExecutionError> error;
+  std::vector<StepRecord> timeline; // in step-id order (steps not reached are absent)
+  std::vector<MemorySample> memory;
+};
+
+// Metrics derived from a timeline (shared by both executors so they compute them identically).
+Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std::vector<MemorySample>& memory);
+
+// The `--json` object of `memsim simulate` (DESIGN appendix).
+nlohmann::json metrics_to_json(const RunResult& result);
+// Full timeline document (metrics + per-step records, read back by `memsim validate`) that is also a
+// Chrome/Perfetto trace-event file: `traceEvents` holds to_perfetto's events.
+nlohmann::json timeline_to_json(const RunResult& result, const std::string& process_name = "memsim");
+RunResult timeline_from_json(const nlohmann::json& document, const std::string& source_name);
+// Chrome/Perfetto trace-event JSON: one track per device x stream and a memory counter per device.
+nlohmann::json to_perfetto(const RunResult& result, const std::string& process_name);
+
+} // namespace memsim

@@ -1,0 +1,185 @@
+#include "memsim/sim/timeline.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/json_io.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace memsim {
+
+Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std::vector<MemorySample>& memory)
+{
+  Metrics metrics;
+  struct StreamTotals {
+    double busy = 0;
+    double last_compute_end = 0;
+    bool computes = false;
+  };
+  std::map<std::pair<int, std::string>, StreamTotals> streams;
+  for (const StepRecord& record : timeline) {
+    metrics.iteration_time_s = std::max(metrics.iteration_time_s, record.end_s);
+    const double duration = record.end_s - record.start_s;
+    switch (record.kind) {
+    case StepKind::compute:
+    case StepKind::recompute: {
+      metrics.compute_busy_s += duration;
+      if (record.kind == StepKind::recompute)
+        metrics.recompute_time_s += duration;
+      StreamTotals& totals = streams[{record.device, record.stream}];
+      totals.busy += duration;
+      totals.last_compute_end = std::max(totals.last_compute_end, record.end_s);
+      totals.computes = true;
+      break;
+    }
+    case StepKind::offload: metrics.d2h_bytes += record.bytes; break;
+    case StepKind::prefetch: metrics.h2d_bytes += record.bytes; break;
+    case StepKind::send: metrics.p2p_bytes += record.bytes; break;
+    case StepKind::free:
+    case StepKind::recv: break;
+    }
+  }
+  // A compute stream is only ever idle because it waits for a dependency (data or memory).
+  for (const auto& [key, totals] : streams)
+    if (totals.computes)
+      metrics.stall_time_s += std::max(0.0, totals.last_compute_end - totals.busy);
+  for (const MemorySample& sample : memory)
+    metrics.peak_device_bytes = std::max(metrics.peak_device_bytes, sample.bytes);
+  metrics.steps_executed = timeline.size();
+  return metrics;
+}
+
+nlohmann::json metrics_to_json(const RunResult& result)
+{
+  const Metrics& m = result.metrics;
+  nlohmann::json document = {{"feasible", m.feasible && !result.error}};
+  if (result.error) {
+    const ExecutionError& e = *result.error;
+    nlohmann::json error = {{"step", e.step},
+                            {"time_s", e.time_s},
+                            {"bytes_in_use", e.bytes_in_use},
+                            {"bytes_requested", e.bytes_requested},
+                            {"message", e.message}};
+    error["tensor"] = e.tensor ? nlohmann::json(*e.tensor) : nlohmann::json(nullptr);
+    document["error"] = std::move(error);
+  }
+  document["iteration_time_s"] = m.iteration_time_s;
+  document["compute_busy_s"] = m.compute_busy_s;
+  document["stall_time_s"] = m.stall_time_s;
+  document["recompute_time_s"] = m.recompute_time_s;
+  document["peak_device_bytes"] = m.peak_device_bytes;
+  document["peak_host_bytes"] = m.peak_host_bytes;
+  document["h2d_bytes"] = m.h2d_bytes;
+  document["d2h_bytes"] = m.d2h_bytes;
+  document["p2p_bytes"] = m.p2p_bytes;
+  document["steps_executed"] = m.steps_executed;
+  return document;
+}
+
+nlohmann::json timeline_to_json(const RunResult& result, const std::string& process_name)
+{
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepRecord& record : result.timeline)
+    steps.push_back({{"step", record.step},
+                     {"kind", to_string(record.kind)},
+                     {"device", record.device},
+                     {"stream", record.stream},
+                     {"start_s", record.start_s},
+                     {"end_s", record.end_s},
+                     {"bytes", record.bytes},
+                     {"label", record.label}});
+  nlohmann::json memory = nlohmann::json::array();
+  for (const MemorySample& sample : result.memory)
+    memory.push_back({sample.device, sample.time_s, sample.bytes});
+  // One document for both readers: Perfetto reads traceEvents and ignores the other keys; memsim reads the rest.
+  nlohmann::json document = to_perfetto(result, process_name);
+  document["format"] = "memsim-timeline";
+  document["version"] = 1;
+  document["metrics"] = metrics_to_json(result);
+  document["steps"] = std::move(steps);
+  document["memory"] = std::move(memory);
+  return document;
+}
+
+RunResult timeline_from_json(const nlohmann::json& document, const std::string& source_name)
+{
+  json_io::Node root(document, source_name);
+  root.expect_format("memsim-timeline", 1);
+  root.only_keys({"format", "version", "metrics", "steps", "memory", "source", "notes", "measured", "traceEvents", "displayTimeUnit"});
+  RunResult result;
+  auto steps = root.at("steps");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    auto node = steps.item(i);
+    node.only_keys({"step", "kind", "device", "stream", "start_s", "end_s", "bytes", "label"});
+    StepRecord record;
+    record.step = node.at("step").as_int();
+    auto kind = step_kind_from_string(node.at("kind").as_string());
+    if (!kind)
+      node.at("kind").fail("unknown step kind");
+    record.kind = *kind;
+    record.device = static_cast<int>(node.get_int("device", 0));
+    record.stream = node.get_string("stream", "");
+    record.start_s = node.at("start_s").as_number();
+    record.end_s = node.at("end_s").as_number();
+    if (record.end_s < record.start_s)
+      node.at("end_s").fail("a step cannot end before it starts");
+    record.bytes = node.get_uint("bytes", 0);
+    record.label = node.get_string("label", "");
+    result.timeline.push_back(std::move(record));
+  }
+  if (root.has("memory")) {
+    auto memory = root.at("memory");
+    for (std::size_t i = 0; i < memory.size(); ++i) {
+      auto sample = memory.item(i);
+      if (sample.size() != 3)
+        sample.fail("a memory sample is [device, time_s, bytes]");
+      result.memory.push_back(MemorySample{static_cast<int>(sample.item(0).as_int()), sample.item(1).as_number(),
+                                           sample.item(2).as_uint()});
+    }
+  }
+  result.metrics = metrics_from_timeline(result.timeline, result.memory);
+  if (root.has("metrics")) {
+    auto metrics = root.at("metrics");
+    if (metrics.has("feasible"))
+      result.metrics.feasible = metrics.at("feasible").as_bool();
+    if (metrics.has("peak_device_bytes"))
+      result.metrics.peak_device_bytes = metrics.at("peak_device_bytes").as_uint();
+  }
+  return result;
+}
+
+nlohmann::json to_perfetto(const RunResult& result, const std::string& process_name)
+{
+  nlohmann::json events = nlohmann::json::array();
+  std::map<std::pair<int, std::string>, int> thread_ids;
+  std::set<int> devices;
+  for (const StepRecord& record : result.timeline) {
+    auto key = std::make_pair(record.device, record.stream);
+    if (!thread_ids.count(key)) {
+      const int tid = static_cast<int>(thread_ids.size()) + 1;
+      thread_ids[key] = tid;
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", record.device}, {"tid", tid},
+                        {"args", {{"name", record.stream}}}});
+    }
+    if (devices.insert(record.device).second)
+      events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", record.device}, {"tid", 0},
+                        {"args", {{"name", fmt::format("{} gpu{}", process_name, record.device)}}}});
+    events.push_back({{"ph", "X"},
+                      {"name", fmt::format("{} {}", to_string(record.kind), record.label)},
+                      {"cat", to_string(record.kind)},
+                      {"pid", record.device},
+                      {"tid", thread_ids[key]},
+                      {"ts", record.start_s * 1e6},
+                      {"dur", (record.end_s - record.start_s) * 1e6},
+                      {"args", {{"step", record.step}, {"bytes", record.bytes}}}});
+  }
+  for (const MemorySample& sample : result.memory)
+    events.push_back({{"ph", "C"}, {"name", "memory"}, {"pid", sample.device}, {"ts", sample.time_s * 1e6},
+                      {"args", {{"bytes", sample.bytes}}}});
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+} // namespace memsim

@@ -1,0 +1,192 @@
+// The memsim executable end to end: `simulate` on hand-made documents with exactly known answers (the DESIGN.md
+// appendix example), `plan` -> `simulate` round trips, `gen`, `planners`, exit codes and `--help` everywhere.
+#include "test_files.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace memsim {
+namespace {
+
+using ::testing::HasSubstr;
+using test::read_file;
+using test::run_command;
+using test::ScratchDir;
+using test::write_file;
+
+const std::string kMemsim = MEMSIM_EXECUTABLE;
+const std::filesystem::path kGood = std::filesystem::path(MEMSIM_SOURCE_DIR) / "tests" / "bad";
+
+std::string quoted(const std::filesystem::path& path)
+{
+  std::string text = "'"; // built with += : g++ 12's -Wrestrict misfires on "'" + string + "'"
+  text += path.string();
+  text += '\'';
+  return text;
+}
+
+std::string simulate_command(const std::filesystem::path& plan, const std::string& extra = "")
+{
+  return kMemsim + " simulate --trace " + quoted(kGood / "good.trace.json") + " --machine " +
+         quoted(kGood / "good.machine.yaml") + " --plan " + quoted(plan) + " " + extra;
+}
+
+// A plan over the appendix trace (x, w1 -> l1.fwd -> a1) with the given steps.
+std::filesystem::path write_plan(const ScratchDir& scratch, const std::string& steps, std::uint64_t budget = 8000000)
+{
+  const std::filesystem::path path = scratch / "plan.json";
+  write_file(path, R"({"format": "memsim-plan", "version": 1, "trace": "tiny-chain", "machine": "two-gpus-one-switch",
+ "planner": "hand", "budget_bytes": )" + std::to_string(budget) + R"(, "steps": [)" + steps + "]}");
+  return path;
+}
+
+nlohmann::json json_of(const test::CommandResult& result)
+{
+  try {
+    return nlohmann::json::parse(result.output);
+  } catch (const std::exception& error) {
+    ADD_FAILURE() << "stdout is not one JSON object: " << error.what() << "\n" << result.output;
+    return {};
+  }
+}
+
+TEST(Cli, SimulateJsonOfTheAppendixExample)
+{
+  const auto result = run_command(simulate_command(kGood / "good.plan.json", "--json"), true);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const nlohmann::json metrics = json_of(result);
+  EXPECT_EQ(metrics["feasible"], true);
+  // compute 1 ms, offload 1e6 B over the 1 GB/s uplink 1 ms, free, prefetch back 1 ms.
+  EXPECT_NEAR(metrics["iteration_time_s"].get<double>(), 0.003, 1e-12);
+  EXPECT_NEAR(metrics["compute_busy_s"].get<double>(), 0.001, 1e-12);
+  EXPECT_EQ(metrics["d2h_bytes"], 1000000);
+  EXPECT_EQ(metrics["h2d_bytes"], 1000000);
+  EXPECT_EQ(metrics["p2p_bytes"], 0);
+  EXPECT_EQ(metrics["peak_device_bytes"], 2001000); // x, w1, a1
+  EXPECT_FALSE(metrics.contains("error"));
+}
+
+TEST(Cli, TwoGpusOffloadingTogetherShareTheUplink)
+{
+  ScratchDir scratch;
+  const auto plan = write_plan(scratch, R"(
+    {"id": 0, "kind": "compute", "op": 0, "device": 0, "stream": "compute", "deps": []},
+    {"id": 1, "kind": "compute", "op": 0, "device": 1, "stream": "compute", "deps": []},
+    {"id": 2, "kind": "offload", "tensor": 2, "device": 0, "stream": "d2h", "deps": [0]},
+    {"id": 3, "kind": "offload", "tensor": 2, "device": 1, "stream": "d2h", "deps": [1]})");
+  const auto result = run_command(simulate_command(plan, "--json --timeline " + quoted(scratch / "t.json")), true);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NEAR(json_of(result)["iteration_time_s"].get<double>(), 0.003, 1e-12);
+  const nlohmann::json timeline = nlohmann::json::parse(read_file(scratch / "t.json"));
+  ASSERT_EQ(timeline["steps"].size(), 4u);
+  for (int step : {2, 3}) {
+    EXPECT_NEAR(timeline["steps"][step]["start_s"].get<double>(), 0.001, 1e-12);
+    EXPECT_NEAR(timeline["steps"][step]["end_s"].get<double>(), 0.003, 1e-12);
+  }
+  // Perfetto's part: gpu0 and gpu1 each with a compute and a d2h track.
+  std::size_t tracks = 0;
+  for (const auto& event : timeline["traceEvents"])
+    tracks += event["ph"] == "M" && event["name"] == "thread_name";
+  EXPECT_EQ(tracks, 4u);
+}
+
+TEST(Cli, OutOfMemoryIsAResultWithStepTensorTimeAndBytes)
+{
+  ScratchDir scratch;
+  const auto plan = write_plan(scratch, R"({"id": 0, "kind": "compute", "op": 0, "device": 0, "stream": "compute",
+    "deps": []})", 1500000);
+  const auto result = run_command(simulate_command(plan, "--json"), true);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const nlohmann::json metrics = json_of(result);
+  EXPECT_EQ(metrics["feasible"], false);
+  EXPECT_EQ(metrics["error"]["step"], 0);
+  EXPECT_EQ(metrics["error"]["tensor"], 2);
+  EXPECT_EQ(metrics["error"]["time_s"], 0.0);
+  EXPECT_EQ(metrics["error"]["bytes_in_use"], 1001000);
+  EXPECT_EQ(metrics["error"]["bytes_requested"], 1000000);
+}
+
+TEST(Cli, UsingAFreedTensorIsReportedInTheTable)
+{
+  ScratchDir scratch;
+  const auto plan = write_plan(scratch, R"(
+    {"id": 0, "kind": "compute", "op": 0, "device": 0, "stream": "compute", "deps": []},
+    {"id": 1, "kind": "free", "tensor": 2, "device": 0, "stream": "compute", "deps": [0]},
+    {"id": 2, "kind": "offload", "tensor": 2, "device": 0, "stream": "d2h", "deps": [1]})");
+  const auto result = run_command(simulate_command(plan));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("infeasible: step 2 (offload on gpu0/d2h) offloads tensor 2 'a1' (1000000 "
+                                       "bytes) but it is not resident on gpu0 at t=0.001000000s"));
+}
+
+TEST(Cli, PlanThenSimulateRoundTrip)
+{
+  ScratchDir scratch;
+  const std::string common = " --machine " + quoted(kGood / "good.machine.yaml");
+  const auto generated = run_command(kMemsim + " gen cnn --depth 4 --batch 4 --image 32 --machine " +
+                                     quoted(kGood / "good.machine.yaml") + " --out " + quoted(scratch / "cnn.json"));
+  ASSERT_EQ(generated.exit_code, 0) << generated.output;
+  for (const char* planner : {"keep-all", "vdnn-all", "vdnn-conv", "checkpoint-sqrt"}) {
+    const auto planned = run_command(kMemsim + " plan --trace " + quoted(scratch / "cnn.json") + common +
+                                     " --planner " + planner + " --out " + quoted(scratch / "plan.json"));
+    ASSERT_EQ(planned.exit_code, 0) << planner << ": " << planned.output;
+    const auto simulated = run_command(kMemsim + " simulate --json --trace " + quoted(scratch / "cnn.json") + common +
+                                           " --plan " + quoted(scratch / "plan.json"),
+                                       true);
+    ASSERT_EQ(simulated.exit_code, 0) << planner << ": " << simulated.output;
+    EXPECT_EQ(json_of(simulated)["feasible"], true) << planner;
+  }
+}
+
+TEST(Cli, PlannerThatCannotFitExitsOneWithTheReason)
+{
+  ScratchDir scratch;
+  const auto result = run_command(kMemsim + " plan --trace " + quoted(kGood / "good.trace.json") + " --machine " +
+                                  quoted(kGood / "good.machine.yaml") + " --planner keep-all --budget 1000 --out " +
+                                  quoted(scratch / "plan.json"));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("keep-all needs"));
+  EXPECT_FALSE(std::filesystem::exists(scratch / "plan.json"));
+}
+
+TEST(Cli, GenIsDeterministic)
+{
+  ScratchDir scratch;
+  const std::string base = kMemsim + " gen transformer --layers 2 --hidden 64 --heads 4 --seq 16 --batch 2 --machine " +
+                           quoted(kGood / "good.machine.yaml") + " --out ";
+  ASSERT_EQ(run_command(base + quoted(scratch / "a.json")).exit_code, 0);
+  ASSERT_EQ(run_command(base + quoted(scratch / "b.json")).exit_code, 0);
+  EXPECT_EQ(read_file(scratch / "a.json"), read_file(scratch / "b.json"));
+  EXPECT_EQ(nlohmann::json::parse(read_file(scratch / "a.json"))["format"], "memsim-trace");
+}
+
+TEST(Cli, PlannersListsTheBaselinesWithTheirParameters)
+{
+  const auto result = run_command(kMemsim + " planners");
+  ASSERT_EQ(result.exit_code, 0);
+  for (const char* text : {"keep-all", "vdnn-all", "vdnn-conv", "checkpoint-sqrt", "--param lookahead=<integer>"})
+    EXPECT_THAT(result.output, HasSubstr(text));
+}
+
+TEST(Cli, EveryCommandHasHelp)
+{
+  for (const char* command : {"", "simulate", "plan", "planners", "gen", "gen cnn", "gen transformer", "run"}) {
+    std::string line = kMemsim; // built with += : g++ 12's -Wrestrict misfires on a + chain here
+    line += ' ';
+    line += command;
+    line += " --help";
+    const auto result = run_command(line);
+    EXPECT_EQ(result.exit_code, 0) << command;
+    EXPECT_THAT(result.output, HasSubstr("Usage:")) << command;
+  }
+}
+
+TEST(Cli, UnknownSubcommandIsBadInput)
+{
+  const auto result = run_command(kMemsim + " simulat");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+}
+
+} // namespace
+} // namespace memsim

@@ -1,0 +1,254 @@
+// The experiment YAML loader: what it accepts, and located file:line:col messages for what it refuses.
+#include "experiment_test_support.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/experiments/experiment.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace memsim::experiments {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::data_dir;
+using testing::ScratchDir;
+using testing::write_file;
+
+// The head every case shares; the machine and trace are referenced relative to the experiment's folder.
+std::string head()
+{
+  return "format: memsim-experiment\n"  // line 1
+         "version: 1\n"                 // line 2
+         "name: t\n"                    // line 3
+         "machine: small.machine.yaml\n" // line 4
+         "workloads:\n"                 // line 5
+         "  - {name: chain, trace: chain4.trace.json}\n"; // line 6
+}
+
+class LoaderTest : public ::testing::Test {
+protected:
+  void SetUp() override
+  {
+    std::filesystem::copy_file(data_dir() / "small.machine.yaml", scratch_ / "small.machine.yaml");
+    std::filesystem::copy_file(data_dir() / "chain4.trace.json", scratch_ / "chain4.trace.json");
+  }
+  std::filesystem::path write(const std::string& text)
+  {
+    std::filesystem::path path = scratch_ / "exp.yaml";
+    write_file(path, text);
+    return path;
+  }
+  Experiment load(const std::string& text) { return load_experiment(write(text), scratch_ / "no-presets"); }
+  // The full message of the InputError the loader throws for `text`.
+  std::string error_of(const std::string& text)
+  {
+    try {
+      load(text);
+    } catch (const InputError& error) {
+      return error.what();
+    }
+    return "(no error)";
+  }
+  std::string file() const { return (scratch_ / "exp.yaml").string(); }
+
+  ScratchDir scratch_;
+};
+
+TEST_F(LoaderTest, LoadsAFullExperiment)
+{
+  Experiment experiment = load(head() +
+                               "planners:\n"
+                               "  - keep-all\n"
+                               "  - {name: vdnn-all, label: vdnn}\n"
+                               "sweep:\n"
+                               "  budget: [8MiB, 20000000]\n"
+                               "  bandwidth: [12GB/s, 25GB/s]\n"
+                               "outputs: {plots: [peak_vs_budget]}\n"
+                               "parallelism: {jobs: 3}\n");
+  EXPECT_EQ(experiment.name, "t");
+  ASSERT_EQ(experiment.workloads.size(), 1u);
+  EXPECT_EQ(experiment.workloads[0].name, "chain");
+  EXPECT_EQ(experiment.workloads[0].trace_file, scratch_.path() / "chain4.trace.json");
+  EXPECT_EQ(experiment.workloads[0].trace.ops.size(), 13u);
+  EXPECT_EQ(experiment.machine.name, "test-gpu");
+  EXPECT_EQ(experiment.machine_file, scratch_.path() / "small.machine.yaml");
+  ASSERT_EQ(experiment.planners.size(), 2u);
+  EXPECT_EQ(experiment.planners[0].label, "keep-all");
+  EXPECT_EQ(experiment.planners[1].label, "vdnn");
+  EXPECT_EQ(experiment.planners[1].name, "vdnn-all");
+  ASSERT_EQ(experiment.budgets.size(), 2u);
+  EXPECT_EQ(*experiment.budgets[0].bytes, 8u * 1024 * 1024);
+  EXPECT_EQ(*experiment.budgets[1].bytes, 20000000u);
+  EXPECT_EQ(experiment.bandwidths, (std::vector<double>{12e9, 25e9}));
+  EXPECT_EQ(experiment.plots, (std::vector<std::string>{"peak_vs_budget"}));
+  EXPECT_EQ(experiment.jobs, 3u);
+}
+
+TEST_F(LoaderTest, DefaultsAreTheGpuMemoryBothPlotsAndTheCoreCount)
+{
+  Experiment experiment = load(head() + "planners: [keep-all]\n");
+  ASSERT_EQ(experiment.budgets.size(), 1u);
+  EXPECT_EQ(*experiment.budgets[0].bytes, 1024u * 1024 * 1024); // small.machine.yaml: 1GiB
+  EXPECT_TRUE(experiment.bandwidths.empty());
+  EXPECT_EQ(experiment.plots, (std::vector<std::string>{"time_vs_budget", "peak_vs_budget"}));
+  EXPECT_EQ(experiment.jobs, 0u);
+}
+
+TEST_F(LoaderTest, PresetMachineByName)
+{
+  std::filesystem::create_directories(scratch_ / "presets");
+  std::filesystem::copy_file(data_dir() / "small.machine.yaml", scratch_ / "presets" / "tiny.yaml");
+  std::string text = head();
+  text.replace(text.find("small.machine.yaml"), std::string("small.machine.yaml").size(), "tiny");
+  Experiment experiment = load_experiment(write(text + "planners: [keep-all]\n"), scratch_ / "presets");
+  EXPECT_EQ(experiment.machine.name, "test-gpu");
+  EXPECT_EQ(experiment.machine_file, scratch_.path() / "presets" / "tiny.yaml");
+}
+
+TEST_F(LoaderTest, UnknownTopLevelKey)
+{
+  EXPECT_EQ(error_of(head() + "planners: [keep-all]\nsweeps: {}\n"),
+            file() + ":8:1: unknown key 'sweeps' (valid keys: format, version, name, description, workloads, "
+                     "machine, planners, sweep, outputs, parallelism)");
+}
+
+TEST_F(LoaderTest, WrongVersion)
+{
+  std::string text = head() + "planners: [keep-all]\n";
+  text.replace(text.find("version: 1"), 10, "version: 2");
+  EXPECT_EQ(error_of(text), file() + ":2:10: version: unsupported memsim-experiment version 2 (this build reads "
+                                     "version 1)");
+}
+
+TEST_F(LoaderTest, BadBudgetUnit)
+{
+  EXPECT_EQ(error_of(head() + "planners: [keep-all]\nsweep:\n  budget: [8GiB, 12GB/s]\n"),
+            file() + ":9:18: sweep.budget[1]: '12GB/s' is not a size: unknown unit 'GB/s' (accepted: B, KB, MB, "
+                     "GB, TB, KiB, MiB, GiB, TiB; e.g. 16GiB)");
+}
+
+TEST_F(LoaderTest, ZeroFractionOfPeak)
+{
+  EXPECT_EQ(error_of(head() + "planners: [keep-all]\nsweep:\n  budget: {fraction_of_peak: [1.0, 0]}\n"),
+            file() + ":9:36: sweep.budget.fraction_of_peak[1]: a fraction of the peak must be positive, found '0'");
+}
+
+TEST_F(LoaderTest, BudgetThatIsNeitherListNorFractions)
+{
+  EXPECT_EQ(error_of(head() + "planners: [keep-all]\nsweep:\n  budget: 8GiB\n"),
+            file() + ":9:11: sweep.budget: expected a list of sizes (e.g. [8GiB, 12GiB]) or "
+                     "{fraction_of_peak: [1.0, 0.5]}");
+}
+
+TEST_F(LoaderTest, DuplicateBudget)
+{
+  EXPECT_EQ(error_of(head() + "planners: [keep-all]\nsweep:\n  budget: [8MiB, 8MiB]\n"),
+            file() + ":9:18: sweep.budget[1]: duplicate budget '8MiB'");
+}
+
+TEST_F(LoaderTest, BadBandwidth)
+{
+  EXPECT_THAT(error_of(head() + "planners: [keep-all]\nsweep:\n  bandwidth: [12GB/s, 12GiB]\n"),
+              StartsWith(file() + ":9:23: sweep.bandwidth[1]: '12GiB' is not a bandwidth: unknown unit 'GiB'"));
+}
+
+TEST_F(LoaderTest, MissingTraceFile)
+{
+  std::string text = head();
+  text.replace(text.find("chain4.trace.json"), std::string("chain4.trace.json").size(), "missing.trace.json");
+  EXPECT_EQ(error_of(text + "planners: [keep-all]\n"),
+            file() + ":6:26: workloads[0].trace: no such trace file 'missing.trace.json' (looked for " +
+                (scratch_.path() / "missing.trace.json").string() + ")");
+}
+
+TEST_F(LoaderTest, WorkloadWithTraceAndGenerator)
+{
+  std::string text = head();
+  text.replace(text.find("trace: chain4"), 0, "generate: {kind: cnn}, ");
+  EXPECT_EQ(error_of(text + "planners: [keep-all]\n"),
+            file() + ":6:5: workloads[0]: a workload needs exactly one of 'trace' (a file) or 'generate' (a "
+                     "generator spec)");
+}
+
+TEST_F(LoaderTest, DuplicateWorkloadName)
+{
+  EXPECT_EQ(error_of(head() + "  - {name: chain, trace: chain4.trace.json}\nplanners: [keep-all]\n"),
+            file() + ":7:12: workloads[1].name: duplicate workload name 'chain'");
+}
+
+TEST_F(LoaderTest, UnknownWorkloadKey)
+{
+  EXPECT_EQ(error_of(head() + "  - {name: other, trace: chain4.trace.json, batch: 4}\nplanners: [keep-all]\n"),
+            file() + ":7:45: workloads[1]: unknown key 'batch' (valid keys: name, trace, generate)");
+}
+
+TEST_F(LoaderTest, MissingMachineFile)
+{
+  std::string text = head();
+  text.replace(text.find("small.machine.yaml"), std::string("small.machine.yaml").size(), "other.yaml");
+  EXPECT_EQ(error_of(text + "planners: [keep-all]\n"),
+            file() + ":4:10: machine: no such machine file 'other.yaml' (looked for " +
+                (scratch_.path() / "other.yaml").string() + ")");
+}
+
+TEST_F(LoaderTest, UnknownMachinePreset)
+{
+  std::string text = head();
+  text.replace(text.find("small.machine.yaml"), std::string("small.machine.yaml").size(), "no-such-gpu");
+  EXPECT_THAT(error_of(text + "planners: [keep-all]\n"),
+              StartsWith(file() + ":4:10: machine: no such machine file or preset (presets in "));
+}
+
+TEST_F(LoaderTest, UnknownPlanner)
+{
+  EXPECT_THAT(error_of(head() + "planners:\n  - keep-all\n  - no-such-planner\n"),
+              StartsWith(file() + ":9:5: planners[1]: unknown planner 'no-such-planner' (valid: "));
+  EXPECT_THAT(error_of(head() + "planners:\n  - keep-all\n  - no-such-planner\n"), HasSubstr("vdnn-all"));
+}
+
+TEST_F(LoaderTest, UnknownPlannerParameter)
+{
+  EXPECT_THAT(error_of(head() + "planners:\n  - {name: vdnn-all, params: {no_such: 1}}\n"),
+              StartsWith(file() + ":8:40: planners[0].params.no_such: unknown parameter 'no_such' for planner "
+                                  "'vdnn-all' (valid: "));
+}
+
+TEST_F(LoaderTest, DuplicatePlannerLabel)
+{
+  EXPECT_EQ(error_of(head() + "planners: [keep-all, vdnn-all, keep-all]\n"),
+            file() + ":7:32: planners[2]: duplicate planner 'keep-all' (give one of them a different 'label')");
+}
+
+TEST_F(LoaderTest, NoPlanners)
+{
+  EXPECT_EQ(error_of(head() + "planners: []\n"), file() + ":7:11: planners: an experiment needs at least one planner");
+}
+
+TEST_F(LoaderTest, UnknownPlot)
+{
+  EXPECT_EQ(error_of(head() + "planners: [keep-all]\noutputs:\n  plots: [time_vs_bw]\n"),
+            file() + ":9:11: outputs.plots[0]: unknown plot 'time_vs_bw' (valid: time_vs_budget, peak_vs_budget, overhead_vs_budget, overhead_vs_bandwidth)");
+}
+
+TEST_F(LoaderTest, BadJobs)
+{
+  EXPECT_EQ(error_of(head() + "planners: [keep-all]\nparallelism: {jobs: 0}\n"),
+            file() + ":8:21: parallelism.jobs: jobs must be between 1 and 4096, found 0");
+}
+
+TEST_F(LoaderTest, YamlSyntaxError)
+{
+  EXPECT_THAT(error_of(head() + "planners: [keep-all\n"), StartsWith(file() + ":8:1: invalid YAML"));
+}
+
+TEST_F(LoaderTest, MissingName)
+{
+  std::string text = head();
+  text.erase(text.find("name: t\n"), 8);
+  EXPECT_EQ(error_of(text + "planners: [keep-all]\n"), file() + ":1:1: missing required key 'name'");
+}
+
+} // namespace
+} // namespace memsim::experiments

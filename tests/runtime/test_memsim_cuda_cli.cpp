@@ -1,0 +1,145 @@
+// memsim-cuda as a program: bad input (exit 2, located), --dry-run, and the no-device message (exit 3).
+// These run everywhere the binary is built; with a GPU the no-device case checks a real run instead.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <sys/wait.h>
+
+using ::testing::HasSubstr;
+
+namespace {
+
+const std::string kData = MEMSIM_TEST_DATA_DIR;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output; // stdout + stderr
+};
+
+Outcome run(const std::string& arguments)
+{
+  const std::string command = std::string(MEMSIM_CUDA_EXE) + " " + arguments + " 2>&1";
+  Outcome outcome;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe)
+    return outcome;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe))
+    outcome.output += buffer.data();
+  const int status = pclose(pipe);
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return outcome;
+}
+
+std::string fixtures(const char* plan) { return "--trace " + kData + "/chain.trace.json --plan " + kData + "/" + plan; }
+
+} // namespace
+
+TEST(MemsimCudaCli, BadPlanExitsTwoWithTheLocation)
+{
+  Outcome outcome = run("run " + fixtures("send.plan.json") + " --timeline /dev/null");
+  EXPECT_EQ(outcome.exit_code, 2) << outcome.output;
+  EXPECT_THAT(outcome.output, HasSubstr("memsim-cuda: " + kData + "/send.plan.json: at /steps/1/kind: memsim-cuda runs "
+                                        "single-GPU plans; step 1 is a send"));
+}
+
+TEST(MemsimCudaCli, UnknownKernelsAndMissingOptionsExitTwo)
+{
+  Outcome kernels = run("run " + fixtures("chain.plan.json") + " --kernels warp");
+  EXPECT_EQ(kernels.exit_code, 2);
+  EXPECT_THAT(kernels.output, HasSubstr("--kernels: unknown kernels 'warp' (valid: spin, gemm)"));
+  Outcome missing = run("run --trace " + kData + "/chain.trace.json");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.output, HasSubstr("--plan is required"));
+}
+
+TEST(MemsimCudaCli, DryRunPrintsStreamsWaitsAndTheOutOfMemoryWithoutAGpu)
+{
+  Outcome chain = run("run --dry-run " + fixtures("chain.plan.json"));
+  EXPECT_EQ(chain.exit_code, 0) << chain.output;
+  EXPECT_THAT(chain.output, HasSubstr("stream 0 (device 0, 'compute'): 7 steps, 1 event waits"));
+  EXPECT_THAT(chain.output, HasSubstr("steps: 10 of 10 enqueued; event waits: 4 from deps, 0 for memory ordering"));
+  EXPECT_THAT(chain.output, HasSubstr("list-order peak 7003000 bytes"));
+  Outcome oom = run("run --dry-run " + fixtures("oom.plan.json"));
+  EXPECT_EQ(oom.exit_code, 0);
+  EXPECT_THAT(oom.output, HasSubstr("infeasible (out_of_memory): out of memory on device 0 at step 5"));
+}
+
+TEST(MemsimCudaCli, WithoutADeviceItSaysSoAndExitsThree)
+{
+  const auto timeline = std::filesystem::temp_directory_path() / "memsim_cuda_cli_timeline.json";
+  Outcome outcome = run("run " + fixtures("chain.plan.json") + " --iterations 2 --warmup 1 --timeline " +
+                        timeline.string());
+  if (outcome.exit_code == 3) {
+    EXPECT_THAT(outcome.output, HasSubstr("memsim-cuda: no CUDA device found ("));
+    EXPECT_FALSE(std::filesystem::exists(timeline));
+    Outcome calibrate = run("calibrate --out " + (std::filesystem::temp_directory_path() / "m.yaml").string());
+    EXPECT_EQ(calibrate.exit_code, 3);
+    EXPECT_THAT(calibrate.output, HasSubstr("memsim-cuda: no CUDA device found ("));
+    return;
+  }
+  // A GPU is present: the run must have worked.
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  nlohmann::json document = nlohmann::json::parse(std::ifstream(timeline));
+  EXPECT_TRUE(document.contains("measured"));
+  std::filesystem::remove(timeline);
+}
+
+TEST(MemsimCudaCli, AssembleRebuildsTheTimelineFromRawTimingsWithoutAGpu)
+{
+  // The chain plan's ten steps, as a run would have recorded them (ms).
+  const std::vector<std::pair<double, double>> ms{{0, 1},     {1, 1.5}, {1, 2},     {2, 2},     {2, 2.5},
+                                                  {2.5, 4.5}, {4.5, 4.5}, {4.5, 4.5}, {4.5, 6.5}, {6.5, 6.5}};
+  nlohmann::json starts = nlohmann::json::array(), ends = nlohmann::json::array();
+  for (auto [start, end] : ms) {
+    starts.push_back(start * 1e-3);
+    ends.push_back(end * 1e-3);
+  }
+  nlohmann::json raw = {{"format", "memsim-cuda-timings"}, {"version", 1}, {"gpu", "Test GPU"}, {"kernels", "spin"},
+                        {"warmup", 1}, {"spin_overhead_s", 2e-6}, {"enqueue_gate_s", 1e-3},
+                        {"pool", {{"budget_bytes", 8000000}, {"arena_bytes", 11048576}, {"alignment", 256}}},
+                        {"iterations", {{{"start_s", starts}, {"end_s", ends}}}}};
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto raw_path = dir / "memsim_cuda_cli_raw.json";
+  const auto timeline = dir / "memsim_cuda_cli_assembled.json";
+  std::ofstream(raw_path) << raw.dump();
+  Outcome outcome = run("assemble " + fixtures("chain.plan.json") + " --timings " + raw_path.string() +
+                        " --timeline " + timeline.string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  EXPECT_THAT(outcome.output, HasSubstr("iteration time: median 0.006500 s"));
+  EXPECT_THAT(outcome.output, HasSubstr("compute busy 0.006000 s, stall 0.000500 s"));
+  nlohmann::json document = nlohmann::json::parse(std::ifstream(timeline));
+  EXPECT_EQ(document["measured"]["gpu"], "Test GPU");
+
+  // Timings that do not match the plan's program are refused.
+  raw["iterations"][0]["start_s"].erase(9);
+  raw["iterations"][0]["end_s"].erase(9);
+  std::ofstream(raw_path) << raw.dump();
+  Outcome wrong = run("assemble " + fixtures("chain.plan.json") + " --timings " + raw_path.string());
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_THAT(wrong.output, HasSubstr("at /iterations/0: 9 step times for a program of 10 steps"));
+  std::filesystem::remove(raw_path);
+  std::filesystem::remove(timeline);
+}
+
+TEST(MemsimCudaCli, CalibrateFromRawReproducesTheCommittedMachineFile)
+{
+  const std::string calibration = std::string(MEMSIM_SOURCE_DIR) + "/runtime/calibration/";
+  const auto out = std::filesystem::temp_directory_path() / "h100-calibrated.yaml";
+  Outcome outcome = run("calibrate --from-raw " + calibration + "h100-calibrated.calibration.json --out " + out.string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(read(out), read(calibration + "h100-calibrated.yaml"));
+  std::filesystem::remove(out);
+}

@@ -1,0 +1,64 @@
+#pragma once
+// Small traces built in code for tests: exact sizes and times, so expected answers can be worked out by hand.
+#include "memsim/traces/trace.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace memsim::test {
+
+// An N-layer chain: layer l has one forward op (type `type`, reads the previous activation and weight w_l, writes
+// activation a_l of `activation_bytes`) and one backward op (reads grad of a_l, a_{l-1} and w_l; writes grad of
+// a_{l-1} and the weight gradient). A loss op between them. Forward ops take `forward_s`, backward `2*forward_s`.
+inline Trace make_chain(int layers, std::uint64_t activation_bytes, double forward_s = 0.001,
+                        const std::string& type = "conv2d", std::uint64_t weight_bytes = 1000)
+{
+  Trace trace;
+  trace.name = fmt::format("chain{}", layers);
+  trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
+  auto tensor = [&](std::string name, std::uint64_t bytes, TensorKind kind) {
+    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}});
+    return trace.tensors.back().id;
+  };
+  auto op = [&](std::string name, std::string op_type, Phase phase, int layer, std::vector<TensorId> in,
+                std::vector<TensorId> out, double time) {
+    Op o;
+    o.id = static_cast<OpId>(trace.ops.size());
+    o.name = std::move(name);
+    o.type = std::move(op_type);
+    o.phase = phase;
+    o.layer = layer;
+    o.inputs = std::move(in);
+    o.outputs = std::move(out);
+    o.time_s = time;
+    trace.ops.push_back(o);
+  };
+  TensorId x = tensor("x", activation_bytes, TensorKind::input);
+  std::vector<TensorId> acts{x}, weights;
+  for (int l = 0; l < layers; ++l) {
+    TensorId w = tensor(fmt::format("w{}", l), weight_bytes, TensorKind::weight);
+    TensorId a = tensor(fmt::format("a{}", l), activation_bytes, TensorKind::activation);
+    op(fmt::format("f{}", l), type, Phase::forward, l, {acts.back(), w}, {a}, forward_s);
+    acts.push_back(a);
+    weights.push_back(w);
+  }
+  TensorId grad = tensor(fmt::format("g{}", layers - 1), activation_bytes, TensorKind::gradient);
+  op("loss", "loss", Phase::loss, layers - 1, {acts.back()}, {grad}, forward_s);
+  for (int l = layers - 1; l >= 0; --l) {
+    TensorId wg = tensor(fmt::format("dw{}", l), weight_bytes, TensorKind::weight_grad);
+    std::vector<TensorId> outs{wg};
+    TensorId next_grad = -1;
+    if (l > 0) {
+      next_grad = tensor(fmt::format("g{}", l - 1), activation_bytes, TensorKind::gradient);
+      outs.push_back(next_grad);
+    }
+    op(fmt::format("b{}", l), type + "_backward", Phase::backward, l,
+       {grad, acts[static_cast<std::size_t>(l)], weights[static_cast<std::size_t>(l)]}, outs, 2 * forward_s);
+    grad = next_grad;
+  }
+  validate_trace(trace, trace.name);
+  return trace;
+}
+
+} // namespace memsim::test

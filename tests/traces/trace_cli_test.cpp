@@ -1,0 +1,74 @@
+// `memsim import`, `memsim trace info` and `memsim trace plot` end to end.
+#include "test_files.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace memsim {
+namespace {
+
+const std::filesystem::path kData = std::filesystem::path(MEMSIM_TEST_DATA_DIR) / "data";
+
+std::string memsim(const std::string& arguments) { return std::string(MEMSIM_EXECUTABLE) + " " + arguments; }
+
+TEST(TraceCli, ImportDtrThenInfoJsonGivesTheLogsNumbers)
+{
+  test::ScratchDir dir;
+  const auto imported = test::run_command(memsim("import dtr " + (kData / "small.dtr.log").string() + " -o " +
+                                                 (dir / "dtr.trace.json.gz").string()));
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  EXPECT_NE(imported.output.find("compute 0.002901 s"), std::string::npos) << imported.output;
+  const auto info = test::run_command(memsim("trace info --json " + (dir / "dtr.trace.json.gz").string()), true);
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  const auto json = nlohmann::json::parse(info.output);
+  EXPECT_EQ(json["ops"], 5);
+  EXPECT_EQ(json["default_peak_bytes"], 9104);
+  EXPECT_DOUBLE_EQ(json["total_time_s"].get<double>(), 2.901e-3);
+  EXPECT_EQ(json["tensors_by_kind"]["weight"]["bytes"], 1100);
+  EXPECT_EQ(json["activation_bytes"], 8004);
+  EXPECT_TRUE(json.contains("chain_view"));
+  const auto text = test::run_command(memsim("trace info " + (dir / "dtr.trace.json.gz").string()));
+  EXPECT_NE(text.output.find("default_peak_bytes: 9104"), std::string::npos) << text.output;
+}
+
+TEST(TraceCli, ImportCheckmateAndPytorchEg)
+{
+  test::ScratchDir dir;
+  auto checkmate = test::run_command(memsim("import checkmate " + (kData / "small.checkmate.json").string() +
+                                            " --seconds-per-cost 0.5 -o " + (dir / "c.trace.json").string()));
+  ASSERT_EQ(checkmate.exit_code, 0) << checkmate.output;
+  EXPECT_NE(checkmate.output.find("total_time_s 3.500000, default_peak_bytes 304"), std::string::npos)
+      << checkmate.output;
+  auto eg = test::run_command(memsim("import pytorch-eg " + (kData / "linear.eg.json").string() + " --profile " +
+                                     (kData / "linear.profile.json").string() + " -o " + (dir / "e.trace.json").string()));
+  ASSERT_EQ(eg.exit_code, 0) << eg.output;
+  auto info = test::run_command(memsim("trace info --json " + (dir / "e.trace.json").string()), true);
+  const auto json = nlohmann::json::parse(info.output);
+  EXPECT_GT(json["total_time_s"].get<double>(), 0.0);
+  EXPECT_GT(json["ops_by_phase"]["backward"]["count"].get<int>(), 0);
+}
+
+TEST(TraceCli, PlotWritesAPng)
+{
+  test::ScratchDir dir;
+  const auto out = dir / "memory.png";
+  auto plot = test::run_command(memsim("trace plot " + (kData / "small.checkmate.json").string() + " --out " +
+                                       out.string()));
+  // A Checkmate graph is not a trace: plot reads traces only, and says where.
+  EXPECT_EQ(plot.exit_code, 2) << plot.output;
+  auto imported = test::run_command(memsim("import dtr " + (kData / "small.dtr.log").string() + " -o " +
+                                           (dir / "t.trace.json").string()));
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  plot = test::run_command(memsim("trace plot " + (dir / "t.trace.json").string() + " --out " + out.string() +
+                                  " --keep-data"));
+  ASSERT_EQ(plot.exit_code, 0) << plot.output;
+  const std::string png = test::read_file(out);
+  ASSERT_GT(png.size(), 1000u);
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  // The data behind the plot: one row per op, bytes in use as in the default schedule.
+  const std::string csv = test::read_file(out.string() + ".csv");
+  EXPECT_NE(csv.find("4,backward,0,0.002601,0.002901,9104"), std::string::npos) << csv;
+}
+
+} // namespace
+} // namespace memsim

@@ -1,0 +1,93 @@
+#pragma once
+// The Trace document (`memsim-trace`, JSON): one profiled training iteration of one model instance.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace memsim {
+
+using TensorId = std::int64_t;
+using OpId = std::int64_t;
+
+enum class TensorKind { input, weight, activation, gradient, weight_grad, optimizer_state, other };
+enum class Phase { forward, loss, backward, update };
+
+std::string_view to_string(TensorKind kind);
+std::string_view to_string(Phase phase);
+std::optional<TensorKind> tensor_kind_from_string(std::string_view text);
+std::optional<Phase> phase_from_string(std::string_view text);
+
+// Tensors that exist before the iteration starts and stay unless a plan moves them.
+inline bool is_initially_resident(TensorKind kind)
+{
+  return kind == TensorKind::input || kind == TensorKind::weight || kind == TensorKind::optimizer_state;
+}
+
+struct Tensor {
+  TensorId id = 0;
+  std::string name;
+  std::uint64_t bytes = 0;
+  TensorKind kind = TensorKind::other;
+  std::optional<OpId> free_after; // op after which the profiled framework released it
+};
+
+struct Op {
+  OpId id = 0;
+  std::string name;
+  std::string type;
+  Phase phase = Phase::forward;
+  int layer = 0;
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  std::uint64_t workspace_bytes = 0;
+  double time_s = 0;
+  std::optional<double> flops;
+  std::optional<double> bytes_accessed;
+  std::vector<std::string> split; // dimensions along which the op may be split
+};
+
+struct TraceSource {
+  std::string tool;
+  std::string device;
+  std::string dtype;
+  std::int64_t batch = 0;
+  std::string date;
+};
+
+// Ids are dense: tensors[i].id == i and ops[i].id == i (the loader enforces it).
+struct Trace {
+  std::string name;
+  TraceSource source;
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;
+
+  const Tensor& tensor(TensorId id) const { return tensors.at(static_cast<std::size_t>(id)); }
+  const Op& op(OpId id) const { return ops.at(static_cast<std::size_t>(id)); }
+  double total_time_s() const;
+};
+
+// Loading validates everything: dense ids, references, kinds, phases, a tensor produced at most once and
+// never read before it is produced (unless initially resident). Errors are InputError with the JSON path.
+Trace load_trace(const std::filesystem::path& path);
+Trace trace_from_json(const nlohmann::json& document, const std::string& source_name);
+nlohmann::json trace_to_json(const Trace& trace);
+void save_trace(const Trace& trace, const std::filesystem::path& path);
+
+// One tensor / op element (also used for a plan's extra_tensors / extra_ops). `path` is the element's JSON
+// path for messages; `expected_id` enforces dense ids.
+Tensor tensor_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path,
+                        TensorId expected_id);
+Op op_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path,
+                OpId expected_id);
+nlohmann::json tensor_to_json(const Tensor& tensor);
+nlohmann::json op_to_json(const Op& op);
+
+// Re-checks a trace built in memory (generators, importers); throws InputError(source_name, ...).
+void validate_trace(const Trace& trace, const std::string& source_name);
+
+} // namespace memsim

@@ -1,0 +1,308 @@
+#include "memsim/traces/trace.hpp"
+
+#include "memsim/traces/compressed_file.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/json_io.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <numeric>
+#include <utility>
+
+namespace memsim {
+namespace {
+
+constexpr std::array<std::pair<TensorKind, std::string_view>, 7> kTensorKinds{{
+    {TensorKind::input, "input"},
+    {TensorKind::weight, "weight"},
+    {TensorKind::activation, "activation"},
+    {TensorKind::gradient, "gradient"},
+    {TensorKind::weight_grad, "weight_grad"},
+    {TensorKind::optimizer_state, "optimizer_state"},
+    {TensorKind::other, "other"},
+}};
+constexpr std::array<std::pair<Phase, std::string_view>, 4> kPhases{{
+    {Phase::forward, "forward"},
+    {Phase::loss, "loss"},
+    {Phase::backward, "backward"},
+    {Phase::update, "update"},
+}};
+
+template <typename Table>
+std::string valid_names(const Table& table)
+{
+  std::string names;
+  for (const auto& [value, name] : table)
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  return names;
+}
+
+} // namespace
+
+std::string_view to_string(TensorKind kind)
+{
+  for (const auto& [value, name] : kTensorKinds)
+    if (value == kind)
+      return name;
+  return "other";
+}
+
+std::string_view to_string(Phase phase)
+{
+  for (const auto& [value, name] : kPhases)
+    if (value == phase)
+      return name;
+  return "forward";
+}
+
+std::optional<TensorKind> tensor_kind_from_string(std::string_view text)
+{
+  for (const auto& [value, name] : kTensorKinds)
+    if (name == text)
+      return value;
+  return std::nullopt;
+}
+
+std::optional<Phase> phase_from_string(std::string_view text)
+{
+  for (const auto& [value, name] : kPhases)
+    if (name == text)
+      return value;
+  return std::nullopt;
+}
+
+double Trace::total_time_s() const
+{
+  return std::accumulate(ops.begin(), ops.end(), 0.0, [](double sum, const Op& op) { return sum + op.time_s; });
+}
+
+namespace {
+
+std::vector<std::int64_t> read_id_list(const json_io::Node& node)
+{
+  std::vector<std::int64_t> ids;
+  std::size_t count = node.size();
+  ids.reserve(count);
+  for (std::size_t i = 0; i < count; ++i)
+    ids.push_back(node.item(i).as_int());
+  return ids;
+}
+
+Tensor read_tensor(const json_io::Node& node, std::int64_t index)
+{
+  node.only_keys({"id", "name", "bytes", "kind", "free_after"});
+  Tensor tensor;
+  tensor.id = node.at("id").as_int();
+  if (tensor.id != index)
+    node.at("id").fail(fmt::format("tensor ids must be dense and in order: expected {}, found {}", index, tensor.id));
+  tensor.name = node.get_string("name", fmt::format("t{}", index));
+  tensor.bytes = node.at("bytes").as_uint();
+  std::string kind = node.at("kind").as_string();
+  auto parsed = tensor_kind_from_string(kind);
+  if (!parsed)
+    node.at("kind").fail(fmt::format("unknown tensor kind '{}' (valid: {})", kind, valid_names(kTensorKinds)));
+  tensor.kind = *parsed;
+  if (node.has("free_after"))
+    tensor.free_after = node.at("free_after").as_int();
+  return tensor;
+}
+
+Op read_op(const json_io::Node& node, std::int64_t index)
+{
+  node.only_keys({"id", "name", "type", "phase", "layer", "inputs", "outputs", "workspace_bytes", "time_s", "flops",
+                  "bytes_accessed", "split"});
+  Op op;
+  op.id = node.at("id").as_int();
+  if (op.id != index)
+    node.at("id").fail(fmt::format("op ids must be dense and in order: expected {}, found {}", index, op.id));
+  op.name = node.get_string("name", fmt::format("op{}", index));
+  op.type = node.get_string("type", "other");
+  std::string phase = node.at("phase").as_string();
+  auto parsed = phase_from_string(phase);
+  if (!parsed)
+    node.at("phase").fail(fmt::format("unknown phase '{}' (valid: {})", phase, valid_names(kPhases)));
+  op.phase = *parsed;
+  op.layer = static_cast<int>(node.get_int("layer", 0));
+  op.inputs = read_id_list(node.at("inputs"));
+  op.outputs = read_id_list(node.at("outputs"));
+  op.workspace_bytes = node.get_uint("workspace_bytes", 0);
+  op.time_s = node.at("time_s").as_number();
+  if (op.time_s < 0)
+    node.at("time_s").fail("time_s must not be negative");
+  if (node.has("flops"))
+    op.flops = node.at("flops").as_number();
+  if (node.has("bytes_accessed"))
+    op.bytes_accessed = node.at("bytes_accessed").as_number();
+  if (node.has("split")) {
+    auto split = node.at("split");
+    for (std::size_t i = 0; i < split.size(); ++i)
+      op.split.push_back(split.item(i).as_string());
+  }
+  return op;
+}
+
+// Semantic checks that need the whole document; `where(path)` formats the location of an element.
+template <typename Where>
+void check_trace(const Trace& trace, Where where)
+{
+  const auto tensor_count = static_cast<std::int64_t>(trace.tensors.size());
+  const auto op_count = static_cast<std::int64_t>(trace.ops.size());
+  std::vector<std::int64_t> producer(trace.tensors.size(), -1);
+  for (const Op& op : trace.ops) {
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      TensorId id = op.inputs[i];
+      if (id < 0 || id >= tensor_count)
+        throw InputError(where(fmt::format("/ops/{}/inputs/{}", op.id, i)), fmt::format("no tensor with id {}", id));
+      const Tensor& tensor = trace.tensor(id);
+      if (!is_initially_resident(tensor.kind) && producer[static_cast<std::size_t>(id)] < 0)
+        throw InputError(where(fmt::format("/ops/{}/inputs/{}", op.id, i)),
+                         fmt::format("op {} ('{}') reads tensor {} ('{}', {}) before any op produces it", op.id,
+                                     op.name, id, tensor.name, to_string(tensor.kind)));
+    }
+    for (std::size_t i = 0; i < op.outputs.size(); ++i) {
+      TensorId id = op.outputs[i];
+      if (id < 0 || id >= tensor_count)
+        throw InputError(where(fmt::format("/ops/{}/outputs/{}", op.id, i)), fmt::format("no tensor with id {}", id));
+      const Tensor& tensor = trace.tensor(id);
+      if (is_initially_resident(tensor.kind))
+        throw InputError(where(fmt::format("/ops/{}/outputs/{}", op.id, i)),
+                         fmt::format("tensor {} ('{}') is a {} and exists before the iteration; ops cannot produce it",
+                                     id, tensor.name, to_string(tensor.kind)));
+      auto& first = producer[static_cast<std::size_t>(id)];
+      if (first >= 0)
+        throw InputError(where(fmt::format("/ops/{}/outputs/{}", op.id, i)),
+                         fmt::format("tensor {} ('{}') is produced twice (also by op {})", id, tensor.name, first));
+      first = op.id;
+    }
+  }
+  for (const Tensor& tensor : trace.tensors) {
+    if (!tensor.free_after)
+      continue;
+    std::int64_t after = *tensor.free_after;
+    if (after < 0 || after >= op_count)
+      throw InputError(where(fmt::format("/tensors/{}/free_after", tensor.id)), fmt::format("no op with id {}", after));
+    auto produced = producer[static_cast<std::size_t>(tensor.id)];
+    if (produced > after)
+      throw InputError(where(fmt::format("/tensors/{}/free_after", tensor.id)),
+                       fmt::format("tensor {} is released after op {} but produced later, by op {}", tensor.id, after,
+                                   produced));
+  }
+}
+
+} // namespace
+
+Trace trace_from_json(const nlohmann::json& document, const std::string& source_name)
+{
+  json_io::Node root(document, source_name);
+  root.expect_format("memsim-trace", 1);
+  root.only_keys({"format", "version", "name", "source", "tensors", "ops", "notes"});
+  Trace trace;
+  trace.name = root.get_string("name", "unnamed");
+  if (root.has("source")) {
+    auto source = root.at("source");
+    source.only_keys({"tool", "device", "dtype", "batch", "date", "model", "notes"});
+    trace.source.tool = source.get_string("tool", "");
+    trace.source.device = source.get_string("device", "");
+    trace.source.dtype = source.get_string("dtype", "fp32");
+    trace.source.batch = source.get_int("batch", 0);
+    trace.source.date = source.get_string("date", "");
+  }
+  if (trace.source.dtype.empty())
+    trace.source.dtype = "fp32";
+  auto tensors = root.at("tensors");
+  trace.tensors.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    trace.tensors.push_back(read_tensor(tensors.item(i), static_cast<std::int64_t>(i)));
+  auto ops = root.at("ops");
+  trace.ops.reserve(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    trace.ops.push_back(read_op(ops.item(i), static_cast<std::int64_t>(i)));
+  check_trace(trace, [&](const std::string& path) { return fmt::format("{}: at {}", source_name, path); });
+  return trace;
+}
+
+void validate_trace(const Trace& trace, const std::string& source_name)
+{
+  for (std::size_t i = 0; i < trace.tensors.size(); ++i)
+    if (trace.tensors[i].id != static_cast<std::int64_t>(i))
+      throw InputError(fmt::format("{}: at /tensors/{}/id", source_name, i), "tensor ids must be dense and in order");
+  for (std::size_t i = 0; i < trace.ops.size(); ++i)
+    if (trace.ops[i].id != static_cast<std::int64_t>(i))
+      throw InputError(fmt::format("{}: at /ops/{}/id", source_name, i), "op ids must be dense and in order");
+  check_trace(trace, [&](const std::string& path) { return fmt::format("{}: at {}", source_name, path); });
+}
+
+nlohmann::json tensor_to_json(const Tensor& tensor)
+{
+  nlohmann::json entry = {
+      {"id", tensor.id}, {"name", tensor.name}, {"bytes", tensor.bytes}, {"kind", to_string(tensor.kind)}};
+  if (tensor.free_after)
+    entry["free_after"] = *tensor.free_after;
+  return entry;
+}
+
+nlohmann::json op_to_json(const Op& op)
+{
+  nlohmann::json entry = {{"id", op.id},
+                          {"name", op.name},
+                          {"type", op.type},
+                          {"phase", to_string(op.phase)},
+                          {"layer", op.layer},
+                          {"inputs", op.inputs},
+                          {"outputs", op.outputs},
+                          {"workspace_bytes", op.workspace_bytes},
+                          {"time_s", op.time_s}};
+  if (op.flops)
+    entry["flops"] = *op.flops;
+  if (op.bytes_accessed)
+    entry["bytes_accessed"] = *op.bytes_accessed;
+  if (!op.split.empty())
+    entry["split"] = op.split;
+  return entry;
+}
+
+Tensor tensor_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path,
+                        TensorId expected_id)
+{
+  return read_tensor(json_io::Node(value, source_name, path), expected_id);
+}
+
+Op op_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path, OpId expected_id)
+{
+  return read_op(json_io::Node(value, source_name, path), expected_id);
+}
+
+nlohmann::json trace_to_json(const Trace& trace)
+{
+  using nlohmann::json;
+  json source = {{"tool", trace.source.tool},
+                 {"device", trace.source.device},
+                 {"dtype", trace.source.dtype},
+                 {"batch", trace.source.batch}};
+  if (!trace.source.date.empty())
+    source["date"] = trace.source.date;
+  json tensors = json::array();
+  for (const Tensor& tensor : trace.tensors)
+    tensors.push_back(tensor_to_json(tensor));
+  json ops = json::array();
+  for (const Op& op : trace.ops)
+    ops.push_back(op_to_json(op));
+  return json{{"format", "memsim-trace"}, {"version", 1},     {"name", trace.name},
+              {"source", std::move(source)}, {"tensors", std::move(tensors)}, {"ops", std::move(ops)}};
+}
+
+Trace load_trace(const std::filesystem::path& path)
+{
+  // `.json.gz` traces (the shipped recordings) are decompressed first; parse errors still name the byte.
+  return trace_from_json(json_io::parse_text(read_possibly_gzipped(path), path.string()), path.string());
+}
+
+void save_trace(const Trace& trace, const std::filesystem::path& path)
+{
+  write_possibly_gzipped(path, trace_to_json(trace).dump(1) + "\n");
+}
+
+} // namespace memsim
