@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 packages=(cmake ninja-build g++ pkg-config
           libsimgrid-dev libboost-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
           zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-          python3-matplotlib python3-numpy)
+          python3-matplotlib python3-numpy python3-torch)
 
 missing=()
 for package in "${packages[@]}"; do
