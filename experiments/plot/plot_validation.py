@@ -76,8 +76,11 @@ def step_scatter(rows_by_kind, title, out):
         pairs = [(x, y) for x, y in zip(xs, ys) if x > 0 and y > 0]
         if not pairs:
             continue
-        ax.scatter([p[0] for p in pairs], [p[1] for p in pairs], s=6, alpha=0.5, label=f"{kind} ({len(pairs)})",
-                   color=KIND_COLORS.get(kind, "k"))
+        # Sweep keys are "<kind> (<kernels>)": colour by the step kind, marker by the kernels.
+        base = kind.split(" ")[0]
+        ax.scatter([p[0] for p in pairs], [p[1] for p in pairs], s=6 if "(gemm)" not in kind else 10, alpha=0.5,
+                   label=f"{kind} ({len(pairs)})", color=KIND_COLORS.get(base, "k"),
+                   marker="x" if "(gemm)" in kind else "o", linewidths=0.8)
         low = min(low, min(min(p) for p in pairs))
         high = max(high, max(max(p) for p in pairs))
     if high > 0:
