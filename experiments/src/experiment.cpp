@@ -1,5 +1,7 @@
 #include "memsim/experiments/experiment.hpp"
 
+#include "memsim/experiments/processes.hpp"
+
 #include "memsim/common/error.hpp"
 #include "memsim/common/json_io.hpp"
 #include "memsim/common/units.hpp"
@@ -318,19 +320,6 @@ Json key_json(const Cell& cell)
 }
 
 Json optional_number(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
-
-std::string csv_field(const std::string& text)
-{
-  if (text.find_first_of(",\"\r\n") == std::string::npos)
-    return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"')
-      quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
 
 } // namespace
 

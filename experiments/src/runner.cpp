@@ -1,14 +1,14 @@
 #include "memsim/experiments/runner.hpp"
 
+#include "memsim/experiments/processes.hpp"
+
 #include "memsim/common/error.hpp"
 #include "memsim/common/json_io.hpp"
 #include "memsim/common/units.hpp"
 
 #include <fmt/format.h>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,8 +22,6 @@
 #include <optional>
 #include <sstream>
 #include <thread>
-
-extern char** environ;
 
 namespace memsim::experiments {
 namespace {
@@ -59,77 +57,6 @@ private:
   struct sigaction previous_term_ {};
 };
 
-std::string read_text(const std::filesystem::path& path)
-{
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void write_text_atomically(const std::filesystem::path& path, const std::string& text)
-{
-  std::filesystem::path temporary = path;
-  temporary += fmt::format(".tmp.{}", ::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw RunError(fmt::format("cannot write {}", temporary.string()));
-    out << text;
-    if (!out.flush())
-      throw RunError(fmt::format("cannot write {}", temporary.string()));
-  }
-  std::filesystem::rename(temporary, path);
-}
-
-// The last lines of a worker's log, for failure messages.
-std::string log_tail(const std::filesystem::path& log, std::size_t max_lines = 6)
-{
-  std::string text = read_text(log);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
-    text.pop_back();
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);)
-    lines.push_back(line);
-  if (lines.size() > max_lines)
-    lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(max_lines));
-  std::string tail;
-  for (const auto& line : lines)
-    tail += (tail.empty() ? "" : "\n    ") + line;
-  return tail.empty() ? "(no output)" : tail;
-}
-
-std::string describe_status(int status)
-{
-  if (WIFEXITED(status))
-    return fmt::format("exit code {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status))
-    return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
-  return fmt::format("wait status {}", status);
-}
-
-// Starts `argv` with stdout+stderr going to `log` (nullopt: inherited). Returns the pid.
-pid_t spawn_process(const std::vector<std::string>& argv, const std::optional<std::filesystem::path>& log)
-{
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  if (log) {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log->c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  }
-  std::vector<char*> args;
-  for (const auto& arg : argv)
-    args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0)
-    throw RunError(fmt::format("cannot start {}: {}", argv[0], std::strerror(error)));
-  return pid;
-}
 
 // A cached result counts only when it was computed for exactly this cell (same key content).
 std::optional<CellResult> read_cached(const std::filesystem::path& file, const Cell& cell)
@@ -137,7 +64,7 @@ std::optional<CellResult> read_cached(const std::filesystem::path& file, const C
   if (!std::filesystem::is_regular_file(file))
     return std::nullopt;
   try {
-    json_io::Json document = json_io::parse_text(read_text(file), file.string());
+    json_io::Json document = json_io::parse_text(read_text_file(file), file.string());
     Cell stored = cell_from_json(document.at("cell"), file.string());
     if (cell_key(stored) != cell_key(cell))
       return std::nullopt;
@@ -202,9 +129,7 @@ std::vector<std::filesystem::path> draw_plots(const Experiment& experiment, cons
   pid_t pid = spawn_process({python.string(), script.string(), csv.string(), "--out", out_dir.string(), "--plots",
                              plots},
                             std::nullopt);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_for_process(pid);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw RunError(fmt::format("plotting failed: {} {} ended with {} (see its message above; run with --no-plots "
                                "to skip plots); {} is complete",

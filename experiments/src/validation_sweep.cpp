@@ -2,15 +2,13 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/json_io.hpp"
+#include "memsim/experiments/processes.hpp"
 #include "memsim/experiments/runner.hpp"
 #include "memsim/planners/planner.hpp"
 
 #include <fmt/format.h>
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -19,91 +17,18 @@
 #include <set>
 #include <sstream>
 
-extern char** environ;
-
 namespace memsim::validation {
 namespace {
 
 namespace fs = std::filesystem;
+using experiments::csv_field;
+using experiments::log_tail;
 using experiments::RunError;
+using experiments::spawn_process;
+using experiments::wait_for_process;
+using experiments::write_text_file;
 
 const char* const kKernels[] = {"spin", "gemm"};
-
-std::string read_text(const fs::path& path)
-{
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path.string(), "cannot open file for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void write_text(const fs::path& path, const std::string& text)
-{
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw InputError(path.string(), "cannot open file for writing");
-  out << text;
-  if (!out)
-    throw InputError(path.string(), "write failed");
-}
-
-pid_t spawn(const std::vector<std::string>& argv, const std::optional<fs::path>& log)
-{
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  if (log) {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log->c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  }
-  std::vector<char*> args;
-  for (const auto& arg : argv)
-    args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0)
-    throw RunError(fmt::format("cannot start {}: {}", argv[0], std::strerror(error)));
-  return pid;
-}
-
-int wait_for(pid_t pid)
-{
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
-std::string last_lines(const fs::path& log)
-{
-  std::string text;
-  try {
-    text = read_text(log);
-  } catch (const InputError&) {
-    return "(no output)";
-  }
-  while (!text.empty() && text.back() == '\n')
-    text.pop_back();
-  const auto cut = text.rfind('\n', text.size() > 600 ? text.size() - 600 : 0);
-  return text.size() > 600 && cut != std::string::npos ? text.substr(cut + 1) : text;
-}
-
-std::string csv_field(std::string text)
-{
-  if (text.find_first_of(",\"\n") == std::string::npos)
-    return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"')
-      quoted += '"';
-    quoted += c == '\n' ? ' ' : c;
-  }
-  return quoted + "\"";
-}
 
 } // namespace
 
@@ -152,7 +77,7 @@ std::vector<PlannedCell> prepare_sweep(experiments::Experiment& experiment, cons
     for (int k = 0; k < 2; ++k)
       lines[k] += fmt::format("{} {} {}\n", entry.id, entry.cell.workload, kKernels[k]);
   }
-  write_text(dir / "cells.txt", lines[0] + lines[1]);
+  write_text_file(dir / "cells.txt", lines[0] + lines[1]);
   return planned;
 }
 
@@ -175,7 +100,7 @@ std::vector<fs::path> draw_validation_plots(const std::string& mode, const fs::p
                                script.string()));
   std::vector<std::string> argv{python.string(), script.string(), mode, "--dir", dir.string()};
   argv.insert(argv.end(), extra_arguments.begin(), extra_arguments.end());
-  const int status = wait_for(spawn(argv, std::nullopt));
+  const int status = wait_for_process(spawn_process(argv, std::nullopt));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw RunError(fmt::format("plotting failed: {} {} {} (see its message above; --no-plots skips plots)",
                                python.string(), script.string(), mode));
@@ -246,7 +171,7 @@ SweepSummary validate_sweep(experiments::Experiment& experiment, const fs::path&
       fs::create_directories(job.dir);
       const PlannedCell& entry = planned[job.planned_index];
       const pid_t pid =
-          spawn({options.executable.string(), "validate", "--trace", entry.cell.trace_file.string(), "--machine",
+          spawn_process({options.executable.string(), "validate", "--trace", entry.cell.trace_file.string(), "--machine",
                  experiment.machine_file.string(), "--plan", job.plan_file.string(), "--measured",
                  job.measured_file.string(), "--out", job.dir.string(), "--no-plots", "--quiet"},
                 job.dir / "log.txt");
@@ -267,7 +192,7 @@ SweepSummary validate_sweep(experiments::Experiment& experiment, const fs::path&
       succeeded[found->second] = true;
     else
       summary.failures.push_back(fmt::format("{} ({} kernels): {}", planned[job.planned_index].id, job.kernels,
-                                             last_lines(job.dir / "log.txt")));
+                                             log_tail(job.dir / "log.txt")));
     running.erase(found);
   }
 
@@ -295,7 +220,7 @@ SweepSummary validate_sweep(experiments::Experiment& experiment, const fs::path&
     summary.rows.push_back(std::move(row));
   }
   summary.csv = out / "validation.csv";
-  write_text(summary.csv, csv);
+  write_text_file(summary.csv, csv);
   if (!summary.failures.empty())
     return summary;
   if (options.plots && !summary.rows.empty())

@@ -5,6 +5,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/common/json_io.hpp"
 #include "memsim/common/units.hpp"
+#include "memsim/experiments/processes.hpp"
 #include "memsim/experiments/runner.hpp"
 #include "memsim/experiments/validation.hpp"
 #include "memsim/experiments/validation_sweep.hpp"
@@ -40,15 +41,6 @@ struct ValidateOptions {
   bool quiet = false;
 };
 
-void write_text(const fs::path& path, const std::string& text)
-{
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw InputError(path.string(), "cannot open file for writing");
-  out << text;
-  if (!out)
-    throw InputError(path.string(), "write failed");
-}
 
 std::string percent(double fraction) { return fmt::format("{:+.2f}%", 100 * fraction); }
 
@@ -97,8 +89,8 @@ void validate_one(const ValidateOptions& options)
     fs::create_directories(out);
     json_io::write_file(out / "simulated.timeline.json",
                         timeline_to_json(simulated, fmt::format("memsim simulate {}", trace.name)));
-    write_text(out / "steps.csv", validation::steps_csv(report));
-    write_text(out / "summary.json", validation::summary_to_json(report.summary).dump(2) + "\n");
+    experiments::write_text_file(out / "steps.csv", validation::steps_csv(report));
+    experiments::write_text_file(out / "summary.json", validation::summary_to_json(report.summary).dump(2) + "\n");
     if (!options.no_plots)
       validation::draw_validation_plots("cell", out, validation::default_python(),
                                         data_dir() / "experiments" / "plot" / "plot_validation.py",

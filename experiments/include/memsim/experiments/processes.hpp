@@ -1,0 +1,31 @@
+#pragma once
+// Worker processes and files shared by `memsim run` and `memsim validate --experiment`: each cell simulates in its own
+// process (one SimGrid engine per process), and what a cell writes lands whole or not at all.
+#include <sys/types.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memsim::experiments {
+
+// Starts `argv` (argv[0] a path) with stdin from /dev/null and stdout+stderr into `log` (nullopt: inherited).
+// Throws RunError when it cannot start.
+pid_t spawn_process(const std::vector<std::string>& argv, const std::optional<std::filesystem::path>& log);
+// Waits for `pid`, retrying on EINTR; returns the wait status.
+int wait_for_process(pid_t pid);
+// "exit code 3", "killed by signal 9 (Killed)", ...
+std::string describe_status(int status);
+// The last lines of a worker's log, indented for a failure message; "(no output)" when there is none.
+std::string log_tail(const std::filesystem::path& log, std::size_t max_lines = 6);
+
+// Whole-file text I/O; both throw InputError naming the file.
+std::string read_text_file(const std::filesystem::path& path);
+void write_text_file(const std::filesystem::path& path, const std::string& text);
+// Writes a temporary file and renames it over `path`, so that an interrupted run never leaves half a file.
+void write_text_atomically(const std::filesystem::path& path, const std::string& text);
+// A CSV field, quoted when it holds a comma, a quote or a newline.
+std::string csv_field(const std::string& text);
+
+} // namespace memsim::experiments
