@@ -138,6 +138,23 @@ def overhead_of(row):
     return 100.0 * (float(row["iteration_time_s"]) / float(row["ideal_time_s"]) - 1.0)
 
 
+def clip_outliers(axis, highest):
+    """A planner whose overhead is many times the others' (offload-only at small memory: +1000 %) would flatten
+    every other line to the axis: cap the y axis at 3x the median of the planners' largest overheads and name,
+    in the panel, the planners that go above it with their largest value."""
+    if len(highest) < 3:
+        return
+    maxima = sorted(highest.values())
+    median = maxima[len(maxima) // 2]
+    top = max(3.0 * median, 1.0)
+    if maxima[-1] <= top:
+        return
+    axis.set_ylim(top=top)
+    above = [f"{planner} (up to {value:.0f} %)" for planner, value in highest.items() if value > top]
+    axis.text(0.98, 0.97, "off the scale: " + ", ".join(above), transform=axis.transAxes, ha="right", va="top",
+              fontsize=8, bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"})
+
+
 def draw_overhead(kind, rows, out_path):
     """overhead_vs_budget: one panel per (workload, bandwidth), x = budget; overhead_vs_bandwidth: one panel per
     (workload, budget), x = host-link bandwidth. One line per planner; infeasible cells have no point."""
@@ -156,6 +173,7 @@ def draw_overhead(kind, rows, out_path):
         axis = axes[panel // columns][panel % columns]
         if by_budget:
             x_name, x_scale = byte_unit(max(int(r["budget_bytes"]) for r in group))
+        highest = {}  # planner -> its largest overhead in this panel
         for index, planner in enumerate(planners_of(group)):
             mine = [r for r in group if r["planner"] == planner and r["feasible"] == "true"]
             if by_budget:
@@ -165,6 +183,11 @@ def draw_overhead(kind, rows, out_path):
             line = axis.plot([x for x, _ in points], [y for _, y in points], marker=markers[index % len(markers)],
                              linewidth=1.6, markersize=5, label=planner)[0]
             legend.setdefault(planner, line)
+            if points:
+                highest[planner] = max(y for _, y in points)
+        clip_outliers(axis, highest)
+        if not highest:
+            axis.text(0.5, 0.5, "no planner fits this budget", transform=axis.transAxes, ha="center", va="center")
         machine = group[0].get("machine", "")
         if by_budget:
             axis.set_xlabel(f"memory budget ({x_name})")
@@ -183,7 +206,7 @@ def draw_overhead(kind, rows, out_path):
     legend_lines = math.ceil(max(len(legend), 1) / columns_in_legend)
     figure.legend(list(legend.values()), list(legend.keys()), loc="lower center", ncol=columns_in_legend,
                   fontsize=9, frameon=False)
-    figure.tight_layout(rect=(0, 0.035 * legend_lines / lines + 0.02, 1, 1))
+    figure.tight_layout(rect=(0, 0.035 * legend_lines / lines + 0.02, 1, 1 - 0.03 / lines))
     figure.savefig(out_path, dpi=110)
     plt.close(figure)
 

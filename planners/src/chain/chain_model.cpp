@@ -294,18 +294,25 @@ Plan emit_plan(const Trace& trace, const TraceChain& chain, const ExpandedSchedu
       int start_entry = -1;
       int last_read = -1;
       std::optional<std::size_t> pending_offload;
+      std::optional<std::size_t> started_by_prefetch;
       auto close = [&]() {
         if (!live)
           return;
         if (pending_offload) {
           offload_frees.push_back({*pending_offload, last_read});
         } else {
-          const int at = std::max(last_read, start_entry);
+          int at = std::max(last_read, start_entry);
+          // A prefetched tensor that no later op reads (the model counts a_{l-1} as needed by B_l, but e.g. a
+          // concatenation's backward does not read its inputs) is freed after the entry that waits for its
+          // prefetch: freeing it after start_after would put the free before the prefetch itself.
+          if (started_by_prefetch)
+            at = std::max(at, transfers[*started_by_prefetch].needed_before);
           if (at >= 0)
             compute_frees_after[static_cast<std::size_t>(at)].push_back(id);
         }
         live = false;
         pending_offload.reset();
+        started_by_prefetch.reset();
       };
       for (const Event& event : list) {
         switch (event.kind) {
@@ -314,6 +321,8 @@ Plan emit_plan(const Trace& trace, const TraceChain& chain, const ExpandedSchedu
           close();
           live = true;
           start_entry = event.kind == 0 ? event.position / 2 : transfers[event.transfer].start_after;
+          if (event.kind == 3)
+            started_by_prefetch = event.transfer;
           last_read = -1;
           break;
         case 1: last_read = event.position / 2; break;

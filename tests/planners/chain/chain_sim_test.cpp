@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -131,6 +132,67 @@ TEST(ChainPlanners, InfeasibleBudgetNamesTheMinimumMemory)
       EXPECT_NE(std::string(error.what()).find("no plan fits: minimum memory is"), std::string::npos) << error.what();
     }
   }
+}
+
+// Regression (DenseNet-121 trace, offload-dp at 0.5 of its peak): a layer output that no backward op reads (there,
+// pool0's output, read only by the concatenations of the next dense block, whose backward does not need it) is still
+// part of its layer's item, so an offload-only plan offloads and prefetches it. The plan used to free the prefetched
+// copy on the compute stream before the prefetch step itself: the simulator refused it ("not resident").
+TEST(ChainPlanners, PrefetchedTensorThatNoBackwardReadsIsFreedAfterItArrives)
+{
+  Trace trace = test::make_chain(6, 100'000'000);
+  TensorId unread = -1;
+  for (Op& op : trace.ops)
+    if (op.phase == Phase::backward && op.layer == 3) {
+      unread = op.inputs[1]; // a2, the input of layer 3: now read by f3 only
+      op.inputs.erase(op.inputs.begin() + 1);
+    }
+  ASSERT_GE(unread, 0);
+  ASSERT_EQ(trace.tensor(unread).name, "a2");
+  validate_trace(trace, trace.name);
+  // A link fast enough for a2's offload to end (and free it) long before the backward: a free of the absent tensor
+  // then fails in simulation too.
+  const Machine machine = with_host_bandwidth(v100(), 100e9);
+  const std::uint64_t peak = default_memory_profile(trace).peak_bytes;
+  int prefetched_unread = 0;
+  for (const char* planner : {"offload-dp", "pofo"}) {
+    for (double fraction : {0.9, 0.8, 0.7, 0.6, 0.5, 0.4}) {
+      PlanRequest request;
+      request.budget_bytes = static_cast<std::uint64_t>(fraction * static_cast<double>(peak));
+      Plan plan;
+      try {
+        plan = make_plan(planner, trace, machine, request);
+      } catch (const Infeasible&) {
+        continue;
+      }
+      // In plan order (deps first, each stream in order) the tensor must be resident exactly when freed and absent
+      // when prefetched.
+      bool prefetches_unread = false;
+      bool resident = false;
+      for (const Step& step : plan.steps) {
+        if (step_names_op(step.kind)) {
+          const auto& outputs = trace.op(*step.op).outputs;
+          if (std::find(outputs.begin(), outputs.end(), unread) != outputs.end())
+            resident = true;
+        } else if (step.tensor == unread && step.kind == StepKind::prefetch) {
+          EXPECT_FALSE(resident) << planner << " at " << fraction << ": step " << step.id << " prefetches a2 twice";
+          resident = prefetches_unread = true;
+        } else if (step.tensor == unread && step.kind == StepKind::free) {
+          EXPECT_TRUE(resident) << planner << " at " << fraction << ": step " << step.id << " on " << step.stream
+                                << " frees a2 where it is not resident";
+          resident = false;
+        }
+      }
+      prefetched_unread += prefetches_unread ? 1 : 0;
+      const RunResult result = test::simulate_in_child(trace, machine, plan);
+      ASSERT_TRUE(result.metrics.feasible)
+          << planner << " at " << fraction << ": " << (result.error ? result.error->message : "");
+      EXPECT_LE(result.metrics.peak_device_bytes, request.budget_bytes) << planner << " at " << fraction;
+      const double estimate = *plan.estimate.iteration_time_s;
+      EXPECT_LE(std::abs(result.metrics.iteration_time_s - estimate) / estimate, 1e-6) << planner << " at " << fraction;
+    }
+  }
+  EXPECT_GE(prefetched_unread, 1); // the case above was exercised
 }
 
 // Layer 2 reads layer 0's output: a skip edge, no chain at layer granularity.
