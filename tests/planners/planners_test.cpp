@@ -191,6 +191,33 @@ TEST(CheckpointSqrt, SegmentsParameter)
   EXPECT_EQ(count_kinds(plan_with("checkpoint-sqrt", trace, 0, {{"segments", 9}}))[StepKind::recompute], 0u);
 }
 
+// As a recorded batch norm: each forward op also writes small statistics that its backward reads. The op producing a
+// kept segment input is not recomputed; its statistics stay resident with the input.
+TEST(CheckpointSqrt, KeepsEveryOutputOfTheOpProducingASegmentInput)
+{
+  Trace trace = test::make_chain(9, kA);
+  std::vector<TensorId> stats;
+  for (Op& op : trace.ops) {
+    if (op.phase != Phase::forward)
+      continue;
+    const auto id = static_cast<TensorId>(trace.tensors.size());
+    trace.tensors.push_back(Tensor{id, fmt::format("stats{}", op.layer), 64, TensorKind::activation, {}});
+    op.outputs.push_back(id);
+    stats.push_back(id);
+  }
+  for (Op& op : trace.ops)
+    if (op.phase == Phase::backward)
+      op.inputs.push_back(stats[static_cast<std::size_t>(op.layer)]);
+  validate_trace(trace, trace.name);
+  const Plan plan = plan_with("checkpoint-sqrt", trace, 0);
+  EXPECT_EQ(count_kinds(plan)[StepKind::recompute], 4u); // as in RecomputesAllButTheLastSegment
+  for (const Step& step : plan.steps) {
+    if (step.kind == StepKind::recompute) {
+      EXPECT_NE(trace.op(*step.op).name, "f2") << "f2 produces the kept segment input a2";
+    }
+  }
+}
+
 TEST(CheckpointSqrt, RefusesANonChain)
 {
   Trace trace = test::make_chain(4, kA);
