@@ -250,5 +250,24 @@ TEST_F(LoaderTest, MissingName)
   EXPECT_EQ(error_of(text + "planners: [keep-all]\n"), file() + ":1:1: missing required key 'name'");
 }
 
+// Every experiment shipped in configs/experiments loads: names, planners and their params, machine presets and
+// traces all resolve (a typo there is only found by a user otherwise).
+TEST(ShippedExperiments, EveryConfigLoads)
+{
+  const std::filesystem::path source = MEMSIM_SOURCE_DIR;
+  int loaded = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(source / "configs" / "experiments")) {
+    if (entry.path().extension() != ".yaml")
+      continue;
+    SCOPED_TRACE(entry.path().string());
+    Experiment experiment;
+    ASSERT_NO_THROW(experiment = load_experiment(entry.path(), source / "configs" / "machines"));
+    EXPECT_FALSE(experiment.workloads.empty());
+    EXPECT_FALSE(experiment.planners.empty());
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 5); // quickstart, pofo-fig2, pofo-fig3, validation-h100, validation-h100-recorded
+}
+
 } // namespace
 } // namespace memsim::experiments
