@@ -7,7 +7,8 @@
 //                       min_{s<j<=t} sum_{k=s}^{j-1} u_F(k) + opt(j, t, m - a_{s-1}) + opt(s, j-1, m) )
 //                                                                          [F_ck s, F_none s+1..j-1: checkpoint a_{j-1}]
 // with the memory of each forward in the second case checked against m. O(L^3 N) time, O(L^2 N) memory; the
-// innermost loop runs over m so it vectorizes.
+// innermost loop runs over m and is a plain minimum (the argmin is recomputed when a sequence is asked for), so it
+// vectorizes.
 #include "memsim/common/error.hpp"
 #include "memsim/planners/chain.hpp"
 
@@ -24,68 +25,81 @@ std::size_t RotorTable::index(int first, int last) const
   return (s - 1) * (length + 1) - (s - 1) * s / 2 + static_cast<std::size_t>(last - first);
 }
 
+int RotorTable::all_start(int first, int last) const
+{
+  const Stage& stage = problem_->stage(first);
+  const int a_before = problem_->output(first - 1);
+  const int need_all = a_before + problem_->output(last) + stage.saved + stage.forward_overhead;
+  const int need_backward = 2 * a_before + stage.saved + stage.output + stage.backward_overhead;
+  return std::max(need_all, need_backward);
+}
+
+int RotorTable::kept_outside(int first) const
+{
+  const Stage& stage = problem_->stage(first);
+  return problem_->output(first - 1) + stage.saved - stage.output;
+}
+
+int RotorTable::forward_need(int first, int last, int layer) const
+{
+  const Stage& forward = problem_->stage(layer);
+  return problem_->output(first - 1) + problem_->output(last) + (layer > first ? problem_->output(layer - 1) : 0) +
+         forward.saved + forward.forward_overhead;
+}
+
+double RotorTable::segment_forward_time(int first, int layer) const
+{
+  return forward_prefix_[static_cast<std::size_t>(layer)] - forward_prefix_[static_cast<std::size_t>(first - 1)];
+}
+
 RotorTable::RotorTable(const Problem& problem) : problem_(&problem), levels_(problem.memory + 1)
 {
   const int length = problem.length();
-  if (length > 32000)
-    throw Infeasible(fmt::format("rotor: a chain of {} layers is too long (at most 32000)", length));
   const std::size_t pairs = static_cast<std::size_t>(length) * static_cast<std::size_t>(length + 1) / 2;
   const auto levels = static_cast<std::size_t>(levels_);
   cost_.assign(pairs * levels, infinite_time);
-  what_.assign(pairs * levels, 0);
-  auto a = [&](int layer) { return problem.output(layer); };
-  // Prefix sums of forward times.
-  std::vector<double> forward_prefix(static_cast<std::size_t>(length) + 1, 0.0);
+  cost_by_last_.assign(pairs * levels, infinite_time);
+  auto by_last = [&](int s, int t) {
+    return &cost_by_last_[(static_cast<std::size_t>(t - 1) * static_cast<std::size_t>(t) / 2 + static_cast<std::size_t>(s - 1)) * levels];
+  };
+  forward_prefix_.assign(static_cast<std::size_t>(length) + 1, 0.0);
   for (int l = 1; l <= length; ++l)
-    forward_prefix[static_cast<std::size_t>(l)] = forward_prefix[static_cast<std::size_t>(l - 1)] + problem.stage(l).forward_time;
+    forward_prefix_[static_cast<std::size_t>(l)] = forward_prefix_[static_cast<std::size_t>(l - 1)] + problem.stage(l).forward_time;
 
   for (int distance = 0; distance < length; ++distance) {
     for (int s = 1; s + distance <= length; ++s) {
       const int t = s + distance;
       const Stage& first = problem.stage(s);
       double* out_cost = &cost_[index(s, t) * levels];
-      std::int16_t* out_what = &what_[index(s, t) * levels];
       // F_all s (for s == t this is the whole base case): its forward, then B_s with delta_{s-1} produced.
-      const int need_all = a(s - 1) + a(t) + first.saved + first.forward_overhead;
-      const int need_backward = 2 * a(s - 1) + first.saved + a(s) + first.backward_overhead;
-      const int start = std::max(need_all, need_backward);
+      const int start = all_start(s, t);
       const double own = first.forward_time + first.backward_time;
       if (s == t) {
-        for (int m = start; m < levels_; ++m) {
+        for (int m = start; m < levels_; ++m)
           out_cost[m] = own;
-          out_what[m] = 0;
-        }
+        std::copy(out_cost, out_cost + levels, by_last(s, t));
         continue;
       }
-      const int kept_outside = a(s - 1) + first.saved - first.output;
+      const int outside = kept_outside(s);
       const double* rest = &cost_[index(s + 1, t) * levels];
       for (int m = start; m < levels_; ++m) {
-        const double candidate = own + rest[m - kept_outside];
-        if (candidate < out_cost[m]) {
-          out_cost[m] = candidate;
-          out_what[m] = 0;
-        }
+        const double candidate = own + rest[m - outside];
+        out_cost[m] = candidate < out_cost[m] ? candidate : out_cost[m];
       }
       // Checkpoint a_{j-1}: forward s..j-1 keeping only a_{s-1} (the caller's) and the last output.
+      const int shift = problem.output(s - 1);
       int forward_peak = 0;
       for (int j = s + 1; j <= t; ++j) {
-        const int k = j - 1;
-        const Stage& forward = problem.stage(k);
-        forward_peak = std::max(forward_peak, a(s - 1) + a(t) + (k > s ? a(k - 1) : 0) + forward.saved +
-                                                  forward.forward_overhead);
-        const double prefix = forward_prefix[static_cast<std::size_t>(k)] - forward_prefix[static_cast<std::size_t>(s - 1)];
-        const double* right = &cost_[index(j, t) * levels];
+        forward_peak = std::max(forward_peak, forward_need(s, t, j - 1));
+        const double prefix = segment_forward_time(s, j - 1);
+        const double* right = by_last(j, t);
         const double* left = &cost_[index(s, j - 1) * levels];
-        const int shift = a(s - 1);
-        const auto tag = static_cast<std::int16_t>(j);
         for (int m = std::max(forward_peak, shift); m < levels_; ++m) {
           const double candidate = prefix + right[m - shift] + left[m];
-          if (candidate < out_cost[m]) {
-            out_cost[m] = candidate;
-            out_what[m] = tag;
-          }
+          out_cost[m] = candidate < out_cost[m] ? candidate : out_cost[m];
         }
       }
+      std::copy(out_cost, out_cost + levels, by_last(s, t));
     }
   }
 }
@@ -96,6 +110,25 @@ double RotorTable::cost(int first, int last, int memory) const
     return first > last ? 0.0 : infinite_time;
   memory = std::min(memory, levels_ - 1);
   return cost_[index(first, last) * static_cast<std::size_t>(levels_) + static_cast<std::size_t>(memory)];
+}
+
+int RotorTable::choice(int s, int t, int m) const
+{
+  // The options in the table's order; the first whose candidate equals the stored minimum is the one the strict
+  // "<" of a single pass would have kept (same expressions, so the same bits).
+  const double best = cost(s, t, m);
+  const Stage& first = problem_->stage(s);
+  const double own = first.forward_time + first.backward_time;
+  if (m >= all_start(s, t) && (s == t || own + cost(s + 1, t, m - kept_outside(s)) == best))
+    return 0;
+  const int shift = problem_->output(s - 1);
+  int forward_peak = 0;
+  for (int j = s + 1; j <= t; ++j) {
+    forward_peak = std::max(forward_peak, forward_need(s, t, j - 1));
+    if (m >= std::max(forward_peak, shift) && segment_forward_time(s, j - 1) + cost(j, t, m - shift) + cost(s, j - 1, m) == best)
+      return j;
+  }
+  throw Infeasible(fmt::format("rotor: no option reaches the cost of layers {}..{} at {} memory units", s, t, m));
 }
 
 std::vector<Action> RotorTable::sequence(int first, int last, int memory) const
@@ -118,8 +151,8 @@ std::vector<Action> RotorTable::sequence(int first, int last, int memory) const
     const int s = frame.first;
     const int t = frame.last;
     const int m = frame.memory;
-    const int choice = what_[index(s, t) * static_cast<std::size_t>(levels_) + static_cast<std::size_t>(m)];
-    if (choice == 0) {
+    const int j = choice(s, t, m);
+    if (j == 0) {
       actions.push_back({ActionKind::forward_all, s});
       stack.push_back({-s, 0, 0});
       if (s < t) {
@@ -128,7 +161,6 @@ std::vector<Action> RotorTable::sequence(int first, int last, int memory) const
       }
       continue;
     }
-    const int j = choice;
     actions.push_back({ActionKind::forward_checkpoint, s});
     for (int k = s + 1; k < j; ++k)
       actions.push_back({ActionKind::forward_none, k});

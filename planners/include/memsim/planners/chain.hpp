@@ -76,10 +76,21 @@ public:
 
 private:
   std::size_t index(int first, int last) const;
+  // Which option achieves cost(s, t, m): 0 = F_all s first; j > s = checkpoint a_{j-1} (forward s..j-1 dropping
+  // inputs). Recomputed on demand rather than stored, so the table's inner loop is a plain minimum that vectorizes.
+  int choice(int first, int last, int memory) const;
+  // The options' memory needs and times, shared by the table and choice() so both compute bit-identical candidates.
+  int all_start(int first, int last) const;
+  int kept_outside(int first) const;
+  int forward_need(int first, int last, int layer) const; // memory while F layer runs in a checkpointed segment
+  double segment_forward_time(int first, int layer) const;
   const Problem* problem_;
   int levels_ = 0;
-  std::vector<double> cost_;       // [index(s,t)][m]
-  std::vector<std::int16_t> what_; // 0: F_all first; j > s: checkpoint a_{j-1} (forward s..j-1 dropping inputs)
+  std::vector<double> forward_prefix_; // sum of u_F(1..l)
+  std::vector<double> cost_;           // [index(s,t)][m]: rows of one s are adjacent
+  // The same values with the rows of one t adjacent, [(t-1)t/2 + s-1][m]: the table's inner loop walks opt(j, t, .)
+  // for j = s+1..t, which is strided in cost_ and contiguous here (memory-bound otherwise).
+  std::vector<double> cost_by_last_;
 };
 
 struct RotorResult {
