@@ -1,14 +1,13 @@
 #include "memsim/common/json_io.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/common/files.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 namespace memsim::json_io {
 
@@ -25,26 +24,13 @@ Json parse_text(std::string_view text, const std::string& source_name)
   }
 }
 
-Json read_file(const std::filesystem::path& path)
-{
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path.string(), "cannot open file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_text(buffer.str(), path.string());
-}
+Json read_file(const std::filesystem::path& path) { return parse_text(read_text_file(path), path.string()); }
 
 void write_file(const std::filesystem::path& path, const Json& document)
 {
   if (path.has_parent_path())
     std::filesystem::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw InputError(path.string(), "cannot write file");
-  out << document.dump(1) << '\n';
-  if (!out)
-    throw InputError(path.string(), "write failed");
+  write_text_file(path, document.dump(1) + "\n");
 }
 
 std::string Node::where() const

@@ -1,5 +1,6 @@
 #include "memsim/experiments/experiment.hpp"
 
+#include "memsim/common/files.hpp"
 #include "memsim/experiments/processes.hpp"
 
 #include "memsim/common/error.hpp"
@@ -17,10 +18,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 namespace memsim::experiments {
 namespace {
@@ -35,16 +34,6 @@ std::string join(const std::vector<std::string>& names)
   for (const auto& name : names)
     joined += (joined.empty() ? "" : ", ") + name;
   return joined;
-}
-
-std::string read_bytes(const std::filesystem::path& path)
-{
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path.string(), "cannot open file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 // Paths in the experiment file are relative to the file's folder.
@@ -342,7 +331,7 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
   // The machine first: a budget defaults to its GPU memory.
   resolve_machine(root.at("machine"), path, presets_dir, experiment.machine_file);
   experiment.machine = load_machine(experiment.machine_file);
-  experiment.machine_hash = stable_hash(read_bytes(experiment.machine_file));
+  experiment.machine_hash = stable_hash(read_text_file(experiment.machine_file));
 
   yaml_io::Node workloads = root.at("workloads");
   if (workloads.size() == 0)

@@ -1,6 +1,7 @@
 #include "memsim/experiments/processes.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/common/files.hpp"
 #include "memsim/experiments/runner.hpp"
 
 #include <fmt/format.h>
@@ -12,32 +13,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 extern char** environ;
 
 namespace memsim::experiments {
-
-std::string read_text_file(const std::filesystem::path& path)
-{
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path.string(), "cannot open file for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void write_text_file(const std::filesystem::path& path, const std::string& text)
-{
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw InputError(path.string(), "cannot open file for writing");
-  out << text;
-  if (!out.flush())
-    throw InputError(path.string(), "write failed");
-}
 
 void write_text_atomically(const std::filesystem::path& path, const std::string& text)
 {

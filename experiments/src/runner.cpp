@@ -17,10 +17,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 namespace memsim::experiments {
@@ -64,7 +62,7 @@ std::optional<CellResult> read_cached(const std::filesystem::path& file, const C
   if (!std::filesystem::is_regular_file(file))
     return std::nullopt;
   try {
-    json_io::Json document = json_io::parse_text(read_text_file(file), file.string());
+    json_io::Json document = json_io::read_file(file);
     Cell stored = cell_from_json(document.at("cell"), file.string());
     if (cell_key(stored) != cell_key(cell))
       return std::nullopt;

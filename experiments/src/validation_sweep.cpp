@@ -1,6 +1,7 @@
 #include "memsim/experiments/validation_sweep.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/common/files.hpp"
 #include "memsim/common/json_io.hpp"
 #include "memsim/experiments/processes.hpp"
 #include "memsim/experiments/runner.hpp"
@@ -12,10 +13,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 namespace memsim::validation {
 namespace {
@@ -26,7 +25,6 @@ using experiments::log_tail;
 using experiments::RunError;
 using experiments::spawn_process;
 using experiments::wait_for_process;
-using experiments::write_text_file;
 
 const char* const kKernels[] = {"spin", "gemm"};
 

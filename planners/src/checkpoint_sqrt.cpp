@@ -31,17 +31,13 @@ Plan plan_checkpoint_sqrt(const Trace& trace, const Machine&, const PlanRequest&
   // Segment inputs stay resident from the forward to the backward, with every other output of the op that produces
   // them (a recorded batch norm also writes its saved mean and inverse std, and in-place add/relu after it leave the
   // norm's output as the layer's output): a recompute would otherwise allocate the resident input a second time.
-  std::vector<OpId> producer(trace.tensors.size(), -1);
-  for (const Op& op : trace.ops)
-    for (TensorId out : op.outputs)
-      if (producer[static_cast<std::size_t>(out)] < 0)
-        producer[static_cast<std::size_t>(out)] = op.id;
+  const std::vector<TensorLifetime> lifetimes = default_lifetimes(trace);
   std::set<TensorId> kept;
   for (std::int64_t start = segment_size; start < layer_count; start += segment_size) {
     const TensorId input = chain.layers[static_cast<std::size_t>(start - 1)].output_tensor;
     kept.insert(input);
-    if (producer[static_cast<std::size_t>(input)] >= 0)
-      for (TensorId out : trace.op(producer[static_cast<std::size_t>(input)]).outputs)
+    if (const auto producer = lifetimes[static_cast<std::size_t>(input)].produced_by)
+      for (TensorId out : trace.op(*producer).outputs)
         kept.insert(out);
   }
 

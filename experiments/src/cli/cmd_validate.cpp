@@ -3,6 +3,7 @@
 #include "commands.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/common/files.hpp"
 #include "memsim/common/json_io.hpp"
 #include "memsim/common/units.hpp"
 #include "memsim/experiments/processes.hpp"
@@ -17,7 +18,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -89,8 +89,8 @@ void validate_one(const ValidateOptions& options)
     fs::create_directories(out);
     json_io::write_file(out / "simulated.timeline.json",
                         timeline_to_json(simulated, fmt::format("memsim simulate {}", trace.name)));
-    experiments::write_text_file(out / "steps.csv", validation::steps_csv(report));
-    experiments::write_text_file(out / "summary.json", validation::summary_to_json(report.summary).dump(2) + "\n");
+    write_text_file(out / "steps.csv", validation::steps_csv(report));
+    write_text_file(out / "summary.json", validation::summary_to_json(report.summary).dump(2) + "\n");
     if (!options.no_plots)
       validation::draw_validation_plots("cell", out, validation::default_python(),
                                         data_dir() / "experiments" / "plot" / "plot_validation.py",

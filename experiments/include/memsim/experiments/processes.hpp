@@ -20,9 +20,6 @@ std::string describe_status(int status);
 // The last lines of a worker's log, indented for a failure message; "(no output)" when there is none.
 std::string log_tail(const std::filesystem::path& log, std::size_t max_lines = 6);
 
-// Whole-file text I/O; both throw InputError naming the file.
-std::string read_text_file(const std::filesystem::path& path);
-void write_text_file(const std::filesystem::path& path, const std::string& text);
 // Writes a temporary file and renames it over `path`, so that an interrupted run never leaves half a file.
 void write_text_atomically(const std::filesystem::path& path, const std::string& text);
 // A CSV field, quoted when it holds a comma, a quote or a newline.
