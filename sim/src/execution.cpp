@@ -1,0 +1,1 @@
+// Placeholder: filled in by the engine-v2 work (issue 8).
