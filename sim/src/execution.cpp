@@ -1,1 +1,424 @@
-// Placeholder: filled in by the engine-v2 work (issue 8).
+#include "memsim/sim/execution.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <queue>
+
+namespace memsim {
+
+std::size_t plan_instance_count(const Plan& plan)
+{
+  int instances = 1;
+  for (const Step& step : plan.steps)
+    instances = std::max(instances, step.instance + 1);
+  return static_cast<std::size_t>(instances);
+}
+
+std::vector<std::vector<ResidentTensor>> initial_residents(const Trace& trace, const Plan& plan,
+                                                           std::size_t device_count)
+{
+  std::vector<std::uint8_t> produced(trace.tensors.size(), 0);
+  for (const Op& op : trace.ops)
+    for (TensorId id : op.outputs)
+      produced[static_cast<std::size_t>(id)] = 1;
+  auto exists_before = [&](TensorId id) {
+    return is_initially_resident(trace.tensor(id).kind) && !produced[static_cast<std::size_t>(id)];
+  };
+
+  const std::size_t instances = plan_instance_count(plan);
+  const std::size_t tensors = trace.tensors.size();
+  // Per (instance, tensor): bit d set when a step of that instance on device d references it.
+  std::map<std::pair<int, TensorId>, std::vector<std::uint8_t>> referenced;
+  std::vector<int> lowest_device(instances, -1);
+  for (const Step& step : plan.steps) {
+    if (step.device < 0 || static_cast<std::size_t>(step.device) >= device_count)
+      continue;
+    int& lowest = lowest_device[static_cast<std::size_t>(step.instance)];
+    lowest = lowest < 0 ? step.device : std::min(lowest, step.device);
+    auto mark = [&](TensorId id) {
+      if (!exists_before(id))
+        return;
+      auto& devices = referenced[{step.instance, id}];
+      devices.resize(device_count, 0);
+      devices[static_cast<std::size_t>(step.device)] = 1;
+    };
+    if (step.op)
+      for (TensorId id : trace.op(*step.op).inputs)
+        mark(id);
+    if (step.tensor)
+      mark(*step.tensor);
+  }
+  std::vector<std::vector<ResidentTensor>> residents(device_count);
+  for (std::size_t instance = 0; instance < instances; ++instance) {
+    if (lowest_device[instance] < 0)
+      continue; // no step runs this instance
+    for (std::size_t t = 0; t < tensors; ++t) {
+      const auto id = static_cast<TensorId>(t);
+      if (!exists_before(id))
+        continue;
+      auto found = referenced.find({static_cast<int>(instance), id});
+      for (std::size_t d = 0; d < device_count; ++d) {
+        const bool here = found != referenced.end() ? found->second[d] != 0
+                                                    : static_cast<int>(d) == lowest_device[instance];
+        if (here)
+          residents[d].push_back(ResidentTensor{static_cast<int>(instance), id});
+      }
+    }
+  }
+  return residents;
+}
+
+namespace {
+
+class Execution {
+public:
+  Execution(const Trace& trace, const Plan& plan, const ExecutionConfig& config, const OpTime& op_time,
+            Physics& physics)
+      : trace_(trace), plan_(plan), config_(config), op_time_(op_time), physics_(physics),
+        ledger_(trace, with_instances(config.memory, plan))
+  {
+    const std::size_t step_count = plan_.steps.size();
+    std::map<std::pair<int, std::string>, std::size_t> stream_index;
+    stream_of_step_.resize(step_count);
+    remaining_deps_.resize(step_count);
+    successors_.resize(step_count);
+    for (const Step& step : plan_.steps) {
+      auto [found, added] = stream_index.emplace(std::make_pair(step.device, step.stream), streams_.size());
+      if (added)
+        streams_.push_back(Stream{});
+      streams_[found->second].steps.push_back(step.id);
+      stream_of_step_[static_cast<std::size_t>(step.id)] = found->second;
+      std::vector<StepId> deps = step.deps;
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      remaining_deps_[static_cast<std::size_t>(step.id)] = static_cast<int>(deps.size());
+      for (StepId dep : deps)
+        successors_[static_cast<std::size_t>(dep)].push_back(step.id);
+    }
+    records_.resize(step_count);
+    executed_.assign(step_count, 0);
+    workspace_handle_.assign(step_count, 0);
+  }
+
+  RunResult run()
+  {
+    if (place_initial_residents()) {
+      for (const Stream& stream : streams_)
+        consider(stream.steps.front());
+      loop();
+    }
+    for (std::size_t i = 0; i < records_.size(); ++i)
+      if (executed_[i])
+        result_.timeline.push_back(std::move(records_[i]));
+    result_.metrics = metrics_from_timeline(result_.timeline, result_.memory);
+    result_.metrics.feasible = !result_.error;
+    result_.metrics.peak_host_bytes = ledger_.peak(MemoryLedger::kHost);
+    result_.metrics.peak_device_bytes = 0;
+    for (std::size_t d = 0; d < ledger_.device_count(); ++d)
+      result_.metrics.peak_device_bytes = std::max(result_.metrics.peak_device_bytes, ledger_.peak(static_cast<int>(d)));
+    if (!config_.record_timeline) {
+      result_.timeline.clear();
+      result_.memory.clear();
+    }
+    return std::move(result_);
+  }
+
+private:
+  struct Stream {
+    std::vector<StepId> steps;
+    std::size_t head = 0; // first step not finished
+  };
+
+  static LedgerConfig with_instances(LedgerConfig memory, const Plan& plan)
+  {
+    memory.instance_count = plan_instance_count(plan);
+    return memory;
+  }
+
+  void loop()
+  {
+    std::vector<StepId> finished;
+    while (true) {
+      while (!ready_.empty() && !result_.error) {
+        const StepId id = ready_.top();
+        ready_.pop();
+        start(id);
+      }
+      if (physics_.idle())
+        break;
+      finished.clear();
+      now_ = physics_.advance(finished);
+      std::sort(finished.begin(), finished.end());
+      for (StepId id : finished)
+        finish(id);
+    }
+    if (!result_.error && executed_count_ < plan_.steps.size())
+      report_deadlock();
+  }
+
+  // Queues `id` if it heads its stream and every dep has finished.
+  void consider(StepId id)
+  {
+    const Stream& stream = streams_[stream_of_step_[static_cast<std::size_t>(id)]];
+    if (stream.head < stream.steps.size() && stream.steps[stream.head] == id &&
+        remaining_deps_[static_cast<std::size_t>(id)] == 0)
+      ready_.push(id);
+  }
+
+  std::string describe(const Step& step) const
+  {
+    return fmt::format("step {} ({} on gpu{}/{})", step.id, to_string(step.kind), step.device, step.stream);
+  }
+  std::string describe_tensor(TensorId id) const
+  {
+    return fmt::format("tensor {} '{}' ({} bytes)", id, trace_.tensor(id).name, trace_.tensor(id).bytes);
+  }
+  static std::string space_name(int space) { return space == MemoryLedger::kHost ? "host" : fmt::format("gpu{}", space); }
+
+  void fail(FailureKind kind, const Step* step, std::optional<TensorId> tensor, int space, FailureText text)
+  {
+    if (result_.error)
+      return;
+    text.time_s = now_;
+    text.space = space_name(space);
+    ExecutionError error;
+    error.kind = kind;
+    error.device = space;
+    error.step = step ? step->id : -1;
+    error.tensor = tensor;
+    error.time_s = now_;
+    error.bytes_in_use = text.numbers.in_use;
+    error.bytes_requested = text.numbers.requested;
+    error.largest_free_block = text.numbers.largest_free_block;
+    error.message = failure_message(kind, text);
+    result_.error = std::move(error);
+  }
+
+  void sample(int space)
+  {
+    if (config_.record_timeline && space != MemoryLedger::kHost)
+      result_.memory.push_back(MemorySample{space, now_, ledger_.in_use(space)});
+  }
+
+  bool place_initial_residents()
+  {
+    const auto residents = initial_residents(trace_, plan_, ledger_.device_count());
+    for (std::size_t d = 0; d < residents.size(); ++d) {
+      const int device = static_cast<int>(d);
+      std::uint64_t needed = 0;
+      for (const ResidentTensor& resident : residents[d])
+        needed += trace_.tensor(resident.tensor).bytes;
+      bool fits = needed <= ledger_.capacity(device);
+      for (std::size_t i = 0; fits && i < residents[d].size(); ++i)
+        fits = !ledger_.allocate(device, residents[d][i].instance, residents[d][i].tensor, -1);
+      if (!fits) {
+        ExecutionError error;
+        error.kind = FailureKind::out_of_memory;
+        error.device = device;
+        error.bytes_in_use = needed;
+        error.message = fmt::format("device {} ('{}'): the tensors resident from the start need {} bytes, budget is {} "
+                                    "bytes",
+                                    d, d < config_.device_names.size() ? config_.device_names[d] : space_name(device),
+                                    needed, ledger_.capacity(device));
+        result_.error = std::move(error);
+        return false;
+      }
+    }
+    for (std::size_t d = 0; d < ledger_.device_count(); ++d)
+      result_.memory.push_back(MemorySample{static_cast<int>(d), 0.0, ledger_.in_use(static_cast<int>(d))});
+    return true;
+  }
+
+  bool require_resident(const Step& step, int space, TensorId tensor, const char* action)
+  {
+    if (ledger_.resident(space, step.instance, tensor))
+      return true;
+    fail(FailureKind::not_resident, &step, tensor, space,
+         FailureText{describe(step), action, describe_tensor(tensor), "", 0, Denial{FailureKind::not_resident,
+                                                                                    ledger_.in_use(space), 0, 0, 0},
+                     -1});
+    return false;
+  }
+
+  bool allocate(const Step& step, int space, TensorId tensor)
+  {
+    auto denial = ledger_.allocate(space, step.instance, tensor, step.id);
+    if (!denial) {
+      sample(space);
+      return true;
+    }
+    fail(denial->kind, &step, tensor, space, FailureText{describe(step), "allocates", describe_tensor(tensor), "", 0, *denial, -1});
+    return false;
+  }
+
+  // Starts step `id` at now_: checks and allocations, then its work.
+  void start(StepId id)
+  {
+    const Step& step = plan_.steps[static_cast<std::size_t>(id)];
+    StepRecord& record = records_[static_cast<std::size_t>(id)];
+    record.step = id;
+    record.kind = step.kind;
+    record.device = step.device;
+    record.stream = step.stream;
+    record.start_s = now_;
+    std::optional<Work> work;
+    switch (step.kind) {
+    case StepKind::compute:
+    case StepKind::recompute: {
+      const Op& op = trace_.op(*step.op);
+      record.label = op.name;
+      for (TensorId input : op.inputs)
+        if (!require_resident(step, step.device, input, "reads"))
+          return;
+      for (TensorId output : op.outputs) {
+        if (!allocate(step, step.device, output))
+          return;
+        record.bytes += trace_.tensor(output).bytes;
+      }
+      if (op.workspace_bytes > 0) {
+        auto denial = ledger_.allocate_bytes(step.device, op.workspace_bytes, step.id,
+                                             workspace_handle_[static_cast<std::size_t>(id)]);
+        if (denial) {
+          fail(denial->kind, &step, std::nullopt, step.device,
+               FailureText{describe(step), "allocates", fmt::format("{} bytes of workspace", op.workspace_bytes), "", 0,
+                           *denial, -1});
+          return;
+        }
+        sample(step.device);
+      }
+      work = Work{Work::Kind::compute, step.device, op_time_(op, step.device), 0, 0, 0};
+      break;
+    }
+    case StepKind::offload: {
+      const TensorId tensor = *step.tensor;
+      record.label = trace_.tensor(tensor).name;
+      record.bytes = trace_.tensor(tensor).bytes;
+      if (!require_resident(step, step.device, tensor, "offloads"))
+        return;
+      if (!ledger_.resident(MemoryLedger::kHost, step.instance, tensor)) {
+        if (auto denial = ledger_.allocate(MemoryLedger::kHost, step.instance, tensor, step.id)) {
+          fail(denial->kind, &step, tensor, MemoryLedger::kHost,
+               FailureText{describe(step), "offloads", describe_tensor(tensor), "", 0, *denial, -1});
+          return;
+        }
+      }
+      work = Work{Work::Kind::transfer, 0, 0, step.device, kHostNode, record.bytes};
+      break;
+    }
+    case StepKind::prefetch: {
+      const TensorId tensor = *step.tensor;
+      record.label = trace_.tensor(tensor).name;
+      record.bytes = trace_.tensor(tensor).bytes;
+      if (!ledger_.resident(MemoryLedger::kHost, step.instance, tensor)) {
+        fail(FailureKind::no_host_copy, &step, tensor, step.device,
+             FailureText{describe(step), "prefetches", describe_tensor(tensor), "", 0,
+                         Denial{FailureKind::no_host_copy, ledger_.in_use(step.device), record.bytes, 0, 0}, -1});
+        return;
+      }
+      if (!allocate(step, step.device, tensor))
+        return;
+      work = Work{Work::Kind::transfer, 0, 0, kHostNode, step.device, record.bytes};
+      break;
+    }
+    case StepKind::free: {
+      const TensorId tensor = *step.tensor;
+      record.label = trace_.tensor(tensor).name;
+      record.bytes = trace_.tensor(tensor).bytes;
+      if (!require_resident(step, step.device, tensor, "frees"))
+        return;
+      ledger_.release(step.device, step.instance, tensor, step.id);
+      sample(step.device);
+      break;
+    }
+    case StepKind::send: {
+      const TensorId tensor = *step.tensor;
+      record.label = trace_.tensor(tensor).name;
+      record.bytes = trace_.tensor(tensor).bytes;
+      if (!require_resident(step, step.device, tensor, "sends"))
+        return;
+      if (!allocate(step, *step.peer, tensor))
+        return;
+      work = Work{Work::Kind::transfer, 0, 0, step.device, *step.peer, record.bytes};
+      break;
+    }
+    case StepKind::recv: record.label = trace_.tensor(*step.tensor).name; break;
+    }
+    if (!work || physics_.start(id, *work))
+      finish(id);
+  }
+
+  void finish(StepId id)
+  {
+    const Step& step = plan_.steps[static_cast<std::size_t>(id)];
+    records_[static_cast<std::size_t>(id)].end_s = now_;
+    if (step.op) {
+      const std::uint64_t workspace = trace_.op(*step.op).workspace_bytes;
+      if (workspace > 0) {
+        ledger_.release_bytes(step.device, workspace, workspace_handle_[static_cast<std::size_t>(id)], id);
+        sample(step.device);
+      }
+    }
+    executed_[static_cast<std::size_t>(id)] = 1;
+    ++executed_count_;
+    if (result_.error)
+      return; // draining work in flight: nothing new starts
+    Stream& stream = streams_[stream_of_step_[static_cast<std::size_t>(id)]];
+    ++stream.head;
+    if (stream.head < stream.steps.size())
+      consider(stream.steps[stream.head]);
+    for (StepId successor : successors_[static_cast<std::size_t>(id)])
+      if (--remaining_deps_[static_cast<std::size_t>(successor)] == 0)
+        consider(successor);
+  }
+
+  // Nothing is in flight or ready, yet steps remain: the first blocked stream names the dep it waits for.
+  void report_deadlock()
+  {
+    for (const Stream& stream : streams_) {
+      if (stream.head >= stream.steps.size())
+        continue;
+      const Step& step = plan_.steps[static_cast<std::size_t>(stream.steps[stream.head])];
+      StepId missing = -1;
+      for (StepId dep : step.deps)
+        if (!executed_[static_cast<std::size_t>(dep)]) {
+          missing = dep;
+          break;
+        }
+      fail(FailureKind::deadlock, &step, step.tensor, step.device,
+           FailureText{describe(step), "", "", "", 0, Denial{FailureKind::deadlock, ledger_.in_use(step.device), 0, 0, 0},
+                       missing});
+      return;
+    }
+  }
+
+  const Trace& trace_;
+  const Plan& plan_;
+  const ExecutionConfig& config_;
+  const OpTime& op_time_;
+  Physics& physics_;
+  MemoryLedger ledger_;
+  std::vector<Stream> streams_;
+  std::vector<std::size_t> stream_of_step_;
+  std::vector<int> remaining_deps_;
+  std::vector<std::vector<StepId>> successors_;
+  std::vector<StepRecord> records_;
+  std::vector<std::uint8_t> executed_;
+  std::vector<std::uint64_t> workspace_handle_;
+  std::size_t executed_count_ = 0;
+  std::priority_queue<StepId, std::vector<StepId>, std::greater<>> ready_;
+  double now_ = 0;
+  RunResult result_;
+};
+
+} // namespace
+
+RunResult execute_plan(const Trace& trace, const Plan& plan, const ExecutionConfig& config, const OpTime& op_time,
+                       Physics& physics)
+{
+  Execution execution(trace, plan, config, op_time, physics);
+  return execution.run();
+}
+
+} // namespace memsim

@@ -1,1 +1,157 @@
-// Placeholder: filled in by the engine-v2 work (issue 8).
+#include "memsim/sim/ledger.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <stdexcept>
+
+namespace memsim {
+
+namespace {
+constexpr std::array<std::pair<AllocatorKind, std::string_view>, 2> kAllocatorKinds{{
+    {AllocatorKind::bytes, "bytes"},
+    {AllocatorKind::pool, "pool"},
+}};
+} // namespace
+
+std::string_view to_string(AllocatorKind kind)
+{
+  for (const auto& [value, name] : kAllocatorKinds)
+    if (value == kind)
+      return name;
+  return "bytes";
+}
+
+std::optional<AllocatorKind> allocator_kind_from_string(std::string_view text)
+{
+  for (const auto& [value, name] : kAllocatorKinds)
+    if (name == text)
+      return value;
+  return std::nullopt;
+}
+
+MemoryLedger::MemoryLedger(const Trace& trace, const LedgerConfig& config)
+    : trace_(&trace), tensor_count_(trace.tensors.size()), device_count_(config.device_capacity.size())
+{
+  const std::size_t slot_count = config.instance_count * tensor_count_;
+  devices_.resize(device_count_);
+  for (std::size_t d = 0; d < device_count_; ++d) {
+    Account& device = devices_[d];
+    device.resident.assign(slot_count, 0);
+    device.capacity = config.device_capacity[d];
+    if (config.allocator == AllocatorKind::pool) {
+      device.offset.assign(slot_count, 0);
+      device.pool.emplace(device.capacity, config.alignment);
+    }
+  }
+  host_.resident.assign(slot_count, 0);
+  host_.capacity = config.host_capacity;
+}
+
+std::optional<Denial> MemoryLedger::reserve(Account& account, std::uint64_t bytes, std::uint64_t& offset)
+{
+  if (bytes > account.capacity || account.in_use > account.capacity - bytes)
+    return Denial{FailureKind::out_of_memory, account.in_use, bytes, account.capacity,
+                  account.pool ? account.pool->largest_free_block() : 0};
+  if (account.pool) {
+    // Every release in simulated time is ordered before later allocations: no stream-ordered waits here.
+    auto placement = account.pool->place(bytes, [](StepId) { return true; });
+    if (!placement)
+      return Denial{FailureKind::fragmentation, account.in_use, bytes, account.capacity,
+                    account.pool->largest_free_block()};
+    offset = placement->offset;
+  }
+  account.in_use += bytes;
+  account.peak = std::max(account.peak, account.in_use);
+  return std::nullopt;
+}
+
+void MemoryLedger::unreserve(Account& account, std::uint64_t bytes, std::uint64_t offset, StepId by)
+{
+  account.in_use -= bytes;
+  if (account.pool && bytes > 0) {
+    account.pool->release(offset, by);
+    // Merge the freed block with free neighbours now: nothing waits on releases in simulated time.
+    account.pool->settle([](StepId) { return true; });
+  }
+}
+
+std::optional<Denial> MemoryLedger::allocate(int space, int instance, TensorId tensor, StepId by)
+{
+  (void)by;
+  Account& target = account(space);
+  const std::size_t index = slot(instance, tensor);
+  const std::uint64_t bytes = trace_->tensor(tensor).bytes;
+  if (target.resident[index])
+    return Denial{FailureKind::double_allocation, target.in_use, bytes, target.capacity, 0};
+  std::uint64_t offset = 0;
+  if (auto denial = reserve(target, bytes, offset)) {
+    if (space == kHost)
+      denial->kind = FailureKind::host_out_of_memory;
+    return denial;
+  }
+  target.resident[index] = 1;
+  if (target.pool)
+    target.offset[index] = offset;
+  return std::nullopt;
+}
+
+void MemoryLedger::release(int space, int instance, TensorId tensor, StepId by)
+{
+  Account& target = account(space);
+  const std::size_t index = slot(instance, tensor);
+  if (!target.resident[index])
+    throw std::logic_error(fmt::format("memory ledger: tensor {} of instance {} is not resident", tensor, instance));
+  target.resident[index] = 0;
+  unreserve(target, trace_->tensor(tensor).bytes, target.pool ? target.offset[index] : 0, by);
+}
+
+std::optional<Denial> MemoryLedger::allocate_bytes(int space, std::uint64_t bytes, StepId by, std::uint64_t& handle)
+{
+  (void)by;
+  handle = 0;
+  auto denial = reserve(account(space), bytes, handle);
+  if (denial && space == kHost)
+    denial->kind = FailureKind::host_out_of_memory;
+  return denial;
+}
+
+void MemoryLedger::release_bytes(int space, std::uint64_t bytes, std::uint64_t handle, StepId by)
+{
+  unreserve(account(space), bytes, handle, by);
+}
+
+std::string failure_message(FailureKind kind, const FailureText& text)
+{
+  const Denial& n = text.numbers;
+  switch (kind) {
+  case FailureKind::out_of_memory:
+    return fmt::format("out of memory: {} {} {} on {} at t={:.9f}s with {} bytes in use; budget is {} bytes", text.step,
+                       text.action, text.object, text.space, text.time_s, n.in_use, n.capacity);
+  case FailureKind::fragmentation:
+    return fmt::format("out of memory (fragmentation): {} {} {} on {} at t={:.9f}s with {} bytes in use of the budget of "
+                       "{} bytes, but the largest free block is {} bytes",
+                       text.step, text.action, text.object, text.space, text.time_s, n.in_use, n.capacity,
+                       n.largest_free_block);
+  case FailureKind::host_out_of_memory:
+    return fmt::format("host memory full: {} needs {} bytes for {} at t={:.9f}s with {} of {} bytes in use", text.step,
+                       n.requested, text.object, text.time_s, n.in_use, n.capacity);
+  case FailureKind::double_allocation:
+    return fmt::format("{} {} {} on {} but it is already resident there (double allocation) at t={:.9f}s", text.step,
+                       text.action, text.object, text.space, text.time_s);
+  case FailureKind::not_resident:
+    return fmt::format("{} {} {} but it is not resident on {} at t={:.9f}s (never produced, freed, or not yet "
+                       "prefetched)",
+                       text.step, text.action, text.object, text.space, text.time_s);
+  case FailureKind::no_host_copy:
+    return fmt::format("{} {} {} at t={:.9f}s but the host has no copy (it was never offloaded)", text.step, text.action,
+                       text.object, text.time_s);
+  case FailureKind::deadlock:
+    return fmt::format("deadlock at t={:.9f}s: {} waits for step {}, which can never run (stream order and deps form "
+                       "a cycle)",
+                       text.time_s, text.step, text.blocked_on);
+  }
+  return text.step;
+}
+
+} // namespace memsim

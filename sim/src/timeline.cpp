@@ -11,6 +11,20 @@
 
 namespace memsim {
 
+std::string_view to_string(FailureKind kind)
+{
+  switch (kind) {
+  case FailureKind::out_of_memory: return "out_of_memory";
+  case FailureKind::fragmentation: return "fragmentation";
+  case FailureKind::host_out_of_memory: return "host_out_of_memory";
+  case FailureKind::not_resident: return "not_resident";
+  case FailureKind::double_allocation: return "double_allocation";
+  case FailureKind::no_host_copy: return "no_host_copy";
+  case FailureKind::deadlock: return "deadlock";
+  }
+  return "?";
+}
+
 Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std::vector<MemorySample>& memory)
 {
   Metrics metrics;
@@ -58,10 +72,13 @@ nlohmann::json metrics_to_json(const RunResult& result)
   nlohmann::json document = {{"feasible", m.feasible && !result.error}};
   if (result.error) {
     const ExecutionError& e = *result.error;
-    nlohmann::json error = {{"step", e.step},
+    nlohmann::json error = {{"kind", to_string(e.kind)},
+                            {"device", e.device},
+                            {"step", e.step},
                             {"time_s", e.time_s},
                             {"bytes_in_use", e.bytes_in_use},
                             {"bytes_requested", e.bytes_requested},
+                            {"largest_free_block", e.largest_free_block},
                             {"message", e.message}};
     error["tensor"] = e.tensor ? nlohmann::json(*e.tensor) : nlohmann::json(nullptr);
     document["error"] = std::move(error);

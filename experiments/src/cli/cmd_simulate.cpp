@@ -54,11 +54,13 @@ void add_simulate_command(CLI::App& app, Context&)
     std::string machine;
     std::string plan;
     std::string timeline;
+    std::string engine = "simgrid";
+    std::string allocator = "bytes";
     bool json = false;
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand(
-      "simulate", "Execute a plan on a modeled machine (SimGrid) and report iteration time, stalls and peak memory");
+      "simulate", "Execute a plan on a modeled machine (SimGrid or the fast engine) and report iteration time, stalls and peak memory");
   command->add_option("--trace", options->trace, "trace file (memsim-trace JSON)")->required();
   command->add_option("--machine", options->machine, "machine preset name or YAML file")->required();
   command->add_option("--plan", options->plan, "plan file (memsim-plan JSON)")->required();
@@ -66,6 +68,16 @@ void add_simulate_command(CLI::App& app, Context&)
                       "write the per-step timeline: Chrome/Perfetto trace-event JSON (one track per device x stream, "
                       "a memory counter per device; open in ui.perfetto.dev) that also holds the memsim-timeline "
                       "records");
+  command->add_option("--engine", options->engine,
+                      "simgrid (the reference) or fast (in-process fluid model with the same semantics and link "
+                      "sharing)")
+      ->check(CLI::IsMember({"simgrid", "fast"}))
+      ->capture_default_str();
+  command->add_option("--allocator", options->allocator,
+                      "bytes (count bytes) or pool (place every allocation in one arena of the budget with "
+                      "memsim-cuda's best-fit allocator: fragmentation can make a plan fail)")
+      ->check(CLI::IsMember({"bytes", "pool"}))
+      ->capture_default_str();
   command->add_flag("--json", options->json, "print the metrics as one JSON object instead of a table");
   command->footer("An infeasible plan (out of memory, tensor not resident) is a result, not an error: exit 0 with "
                   "feasible=false and the failing step, tensor, time and bytes.");
@@ -76,6 +88,8 @@ void add_simulate_command(CLI::App& app, Context&)
     validate_plan(plan, trace, static_cast<int>(machine.gpus.size()), options->plan);
     SimOptions sim_options;
     sim_options.record_timeline = !options->timeline.empty();
+    sim_options.engine = *engine_kind_from_string(options->engine);
+    sim_options.allocator = *allocator_kind_from_string(options->allocator);
     RunResult result = simulate(trace, machine, plan, sim_options);
     if (!options->timeline.empty())
       write_json_file(timeline_to_json(result, fmt::format("memsim simulate {}", trace.name)), options->timeline);

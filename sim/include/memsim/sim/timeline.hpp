@@ -29,6 +29,11 @@ struct MemorySample {
   std::uint64_t bytes = 0;
 };
 
+// Why a plan cannot run: one list for every executor (simulators and memsim-cuda).
+enum class FailureKind { out_of_memory, fragmentation, host_out_of_memory, not_resident, double_allocation,
+                         no_host_copy, deadlock };
+std::string_view to_string(FailureKind kind);
+
 struct ExecutionError {
   StepId step = -1;
   std::optional<TensorId> tensor;
@@ -36,6 +41,9 @@ struct ExecutionError {
   std::uint64_t bytes_in_use = 0;
   std::uint64_t bytes_requested = 0;
   std::string message; // full sentence naming step, tensor, time and bytes
+  FailureKind kind = FailureKind::out_of_memory;
+  int device = 0;                       // where it happened (-1: the host)
+  std::uint64_t largest_free_block = 0; // --allocator pool: the largest contiguous free block at the failure
 };
 
 struct Metrics {

@@ -1,4 +1,4 @@
-#include "memsim/runtime/device_pool.hpp"
+#include "memsim/sim/device_pool.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
-namespace memsim::runtime {
+namespace memsim {
 
 DevicePool::DevicePool(std::uint64_t arena_bytes, std::uint64_t alignment)
     : arena_bytes_(arena_bytes / alignment * alignment), alignment_(alignment)
@@ -132,4 +132,4 @@ std::uint64_t DevicePool::free_bytes() const
   return total;
 }
 
-} // namespace memsim::runtime
+} // namespace memsim
