@@ -10,6 +10,7 @@
 #include "memsim/hwmodels/cost_model.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include "memsim/traces/generators.hpp"

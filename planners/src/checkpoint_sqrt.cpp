@@ -6,6 +6,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
 #include "memsim/planners/planner.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include <fmt/format.h>
@@ -31,12 +32,12 @@ Plan plan_checkpoint_sqrt(const Trace& trace, const Machine&, const PlanRequest&
   // Segment inputs stay resident from the forward to the backward, with every other output of the op that produces
   // them (a recorded batch norm also writes its saved mean and inverse std, and in-place add/relu after it leave the
   // norm's output as the layer's output): a recompute would otherwise allocate the resident input a second time.
-  const std::vector<TensorLifetime> lifetimes = default_lifetimes(trace);
+  const TraceAnalysis analysis(trace);
   std::set<TensorId> kept;
   for (std::int64_t start = segment_size; start < layer_count; start += segment_size) {
     const TensorId input = chain.layers[static_cast<std::size_t>(start - 1)].output_tensor;
     kept.insert(input);
-    if (const auto producer = lifetimes[static_cast<std::size_t>(input)].produced_by)
+    if (const auto producer = analysis.producer(input))
       for (TensorId out : trace.op(*producer).outputs)
         kept.insert(out);
   }
@@ -71,7 +72,7 @@ Plan plan_checkpoint_sqrt(const Trace& trace, const Machine&, const PlanRequest&
   }
 
   Plan plan;
-  const planning::SequentialPlan emitted = planning::emit_sequence(trace, sequence, plan);
+  const planning::SequentialPlan emitted = planning::emit_sequence(analysis, sequence, plan);
   if (emitted.peak_bytes > request.budget_bytes)
     throw Infeasible(fmt::format("checkpoint-sqrt with {} segments needs {} ({} bytes, at op {} '{}'), budget is {} "
                                  "({} bytes)",

@@ -1,11 +1,9 @@
 // keep-all: the framework's default schedule. Every op in trace order; every tensor stays until the framework
 // released it (free_after) or its last use.
-#include "sequence.hpp"
-
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
 #include "memsim/planners/planner.hpp"
-#include "memsim/traces/views.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 
 #include <fmt/format.h>
 
@@ -14,14 +12,8 @@ namespace {
 
 Plan plan_keep_all(const Trace& trace, const Machine&, const PlanRequest& request)
 {
-  const auto lifetimes = default_lifetimes(trace);
-  std::vector<std::vector<TensorId>> released_after_op(trace.ops.size());
-  for (const Tensor& tensor : trace.tensors) {
-    const auto& lifetime = lifetimes[static_cast<std::size_t>(tensor.id)];
-    if (lifetime.produced_by && lifetime.released_after)
-      released_after_op[static_cast<std::size_t>(*lifetime.released_after)].push_back(tensor.id);
-  }
-  const MemoryProfile profile = default_memory_profile(trace);
+  const TraceAnalysis analysis(trace);
+  const MemoryProfile& profile = analysis.default_profile();
   if (profile.peak_bytes > request.budget_bytes)
     throw Infeasible(fmt::format("keep-all needs {} ({} bytes, peak at op {} '{}'), budget is {} ({} bytes)",
                                  units::format_bytes(static_cast<double>(profile.peak_bytes)), profile.peak_bytes,
@@ -31,7 +23,7 @@ Plan plan_keep_all(const Trace& trace, const Machine&, const PlanRequest& reques
   PlanBuilder builder(plan);
   for (const Op& op : trace.ops) {
     builder.compute(op.id);
-    for (TensorId id : released_after_op[static_cast<std::size_t>(op.id)])
+    for (TensorId id : analysis.released_after(op.id))
       builder.free(id);
   }
   plan.estimate.peak_bytes = profile.peak_bytes;

@@ -1,14 +1,14 @@
 #include "sequence.hpp"
 
-#include "memsim/traces/views.hpp"
+#include "memsim/sim/memory_cursor.hpp"
 
 #include <algorithm>
 
 namespace memsim::planning {
 
-SequentialPlan emit_sequence(const Trace& trace, const std::vector<SequenceEntry>& sequence, Plan& plan)
+SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence, Plan& plan)
 {
-  const auto lifetimes = default_lifetimes(trace);
+  const Trace& trace = analysis.trace();
   // For every position, the tensors whose current generation ends there.
   std::vector<std::vector<TensorId>> free_after(sequence.size());
   std::vector<std::int64_t> last_read(trace.tensors.size(), -1);
@@ -30,40 +30,27 @@ SequentialPlan emit_sequence(const Trace& trace, const std::vector<SequenceEntry
       last_read[static_cast<std::size_t>(id)] = -1;
     }
   }
-  for (const Tensor& tensor : trace.tensors) {
-    const auto& lifetime = lifetimes[static_cast<std::size_t>(tensor.id)];
-    if (lifetime.produced_by && !lifetime.released_after)
-      continue; // kept to the end by the framework (weight gradients)
-    close_generation(tensor.id);
-  }
+  for (const Tensor& tensor : trace.tensors)
+    if (!analysis.kept_to_end(tensor.id)) // weight gradients stay to the end
+      close_generation(tensor.id);
 
   PlanBuilder builder(plan);
-  SequentialPlan result;
-  std::uint64_t in_use = 0;
-  for (const Tensor& tensor : trace.tensors)
-    if (is_initially_resident(tensor.kind))
-      in_use += tensor.bytes;
-  result.peak_bytes = in_use;
+  MemoryCursor memory(trace, analysis.resident_tensors());
   for (std::size_t position = 0; position < sequence.size(); ++position) {
-    const Op& op = trace.op(sequence[position].op);
+    const OpId op = sequence[position].op;
     if (sequence[position].recompute)
-      builder.recompute(op.id);
+      builder.recompute(op);
     else
-      builder.compute(op.id);
-    for (TensorId id : op.outputs)
-      in_use += trace.tensor(id).bytes;
-    if (in_use + op.workspace_bytes > result.peak_bytes) {
-      result.peak_bytes = in_use + op.workspace_bytes;
-      result.peak_op = op.id;
-    }
+      builder.compute(op);
+    memory.run(op);
     auto& frees = free_after[position];
     std::sort(frees.begin(), frees.end());
     for (TensorId id : frees) {
       builder.free(id);
-      in_use -= trace.tensor(id).bytes;
+      memory.free(id);
     }
   }
-  return result;
+  return {memory.peak(), memory.peak_op().value_or(0)};
 }
 
 } // namespace memsim::planning

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by planners that run every op on one compute stream.
 #include "memsim/planners/plan.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/trace.hpp"
 
 #include <cstdint>
@@ -21,7 +22,7 @@ struct SequentialPlan {
 // Emits compute/recompute steps for `sequence` on device 0's compute stream and frees each produced tensor right
 // after its last read before it is produced again (or right after its producer when nothing reads it), except
 // tensors the default schedule keeps to the end (weight gradients) and initially resident ones. Memory on a single
-// stream is exact, so the returned peak is what the simulator will see.
-SequentialPlan emit_sequence(const Trace& trace, const std::vector<SequenceEntry>& sequence, Plan& plan);
+// stream is exact: the returned peak is the memory cursor's, what the simulator will see.
+SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence, Plan& plan);
 
 } // namespace memsim::planning

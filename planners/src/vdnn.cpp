@@ -10,7 +10,8 @@
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
 #include "memsim/planners/planner.hpp"
-#include "memsim/traces/views.hpp"
+#include "memsim/sim/memory_cursor.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 
 #include <fmt/format.h>
 
@@ -31,20 +32,20 @@ struct Moved {
   bool device_copy_counted = true; // pessimistic: until a compute or prefetch depends on its free
 };
 
-bool reads_convolution_input(const Trace& trace, TensorId id)
+bool reads_convolution_input(const TraceAnalysis& analysis, TensorId id)
 {
-  for (const Op& op : trace.ops)
+  for (OpId reader : analysis.readers(id)) {
+    const Op& op = analysis.trace().op(reader);
     if (op.phase == Phase::forward && op.type.find("conv") != std::string::npos)
-      for (TensorId input : op.inputs)
-        if (input == id)
-          return true;
+      return true;
+  }
   return false;
 }
 
 Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, const char* name)
 {
   const std::int64_t lookahead = request.params.value("lookahead", std::int64_t{1});
-  const auto lifetimes = default_lifetimes(trace);
+  const TraceAnalysis analysis(trace);
   const std::uint64_t budget = request.budget_bytes;
 
   // First backward op of each layer (backward runs from the last layer down).
@@ -59,25 +60,22 @@ Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, c
   std::vector<Moved> moved;
   std::vector<std::int64_t> moved_index(trace.tensors.size(), -1);
   for (const Tensor& tensor : trace.tensors) {
-    const auto& lifetime = lifetimes[static_cast<std::size_t>(tensor.id)];
-    if (!lifetime.produced_by || trace.op(*lifetime.produced_by).phase != Phase::forward)
+    const auto producer = analysis.producer(tensor.id);
+    if (!producer || trace.op(*producer).phase != Phase::forward)
       continue;
-    if (conv_only && !reads_convolution_input(trace, tensor.id))
+    if (conv_only && !reads_convolution_input(analysis, tensor.id))
       continue;
     Moved entry;
     entry.tensor = tensor.id;
     entry.bytes = tensor.bytes;
-    entry.last_forward_use = *lifetime.produced_by;
+    entry.last_forward_use = *producer;
     entry.first_backward_use = -1;
-    for (const Op& op : trace.ops) {
-      bool reads = std::find(op.inputs.begin(), op.inputs.end(), tensor.id) != op.inputs.end();
-      if (!reads)
-        continue;
-      if (op.phase == Phase::backward) {
-        entry.first_backward_use = op.id;
+    for (OpId reader : analysis.readers(tensor.id)) {
+      if (trace.op(reader).phase == Phase::backward) {
+        entry.first_backward_use = reader;
         break;
       }
-      entry.last_forward_use = op.id;
+      entry.last_forward_use = reader;
     }
     if (entry.first_backward_use < 0)
       continue; // not needed by the backward: the default schedule already frees it
@@ -92,14 +90,8 @@ Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, c
     moved.push_back(entry);
   }
 
-  // Frees on the compute stream after each op: the default schedule's, with moved tensors freed after their last
-  // backward use (their forward copy is freed on the d2h stream after the offload).
-  std::vector<std::vector<TensorId>> frees_after(trace.ops.size());
-  for (const Tensor& tensor : trace.tensors) {
-    const auto& lifetime = lifetimes[static_cast<std::size_t>(tensor.id)];
-    if (lifetime.produced_by && lifetime.released_after)
-      frees_after[static_cast<std::size_t>(*lifetime.released_after)].push_back(tensor.id);
-  }
+  // Frees on the compute stream after each op are the default schedule's (analysis.released_after), moved tensors
+  // freed after their last backward use (their forward copy is freed on the d2h stream after the offload).
   std::vector<std::vector<std::size_t>> offloads_after(trace.ops.size());
   for (std::size_t i = 0; i < moved.size(); ++i) {
     offloads_after[static_cast<std::size_t>(moved[i].last_forward_use)].push_back(i);
@@ -122,11 +114,7 @@ Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, c
 
   Plan plan;
   PlanBuilder builder(plan);
-  std::uint64_t in_use = 0;
-  for (const Tensor& tensor : trace.tensors)
-    if (is_initially_resident(tensor.kind))
-      in_use += tensor.bytes;
-  std::uint64_t peak = in_use;
+  MemoryCursor memory(trace, analysis.resident_tensors());
   std::deque<std::size_t> uncounted_frees; // offloaded tensors whose device copy still counts
   StepId previous_compute = -1;
   // The last compute-stream step (an op's frees follow it): what a prefetch counted after that op waits for, so
@@ -138,21 +126,21 @@ Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, c
     if (!entry.device_copy_counted)
       return;
     entry.device_copy_counted = false;
-    in_use -= entry.bytes;
+    memory.free(entry.tensor);
     deps.push_back(entry.free_after_offload);
   };
   // Makes room by waiting for finished offloads (oldest first) until `needed` more bytes fit.
   auto make_room = [&](std::uint64_t needed, std::vector<StepId>& deps) {
-    while (in_use + needed > budget && !uncounted_frees.empty()) {
+    while (memory.in_use() + needed > budget && !uncounted_frees.empty()) {
       release_offloaded(uncounted_frees.front(), deps);
       uncounted_frees.pop_front();
     }
-    return in_use + needed <= budget;
+    return memory.in_use() + needed <= budget;
   };
   auto fail = [&](const Op& op, std::uint64_t needed) -> Infeasible {
     return Infeasible(fmt::format("{} cannot fit op {} '{}': it needs {} more with {} in use, budget is {} ({} bytes)",
                                   name, op.id, op.name, units::format_bytes(static_cast<double>(needed)),
-                                  units::format_bytes(static_cast<double>(in_use)),
+                                  units::format_bytes(static_cast<double>(memory.in_use())),
                                   units::format_bytes(static_cast<double>(budget)), budget));
   };
   // `room` are the frees the account released to make space for it: the prefetch must wait for them too.
@@ -165,14 +153,13 @@ Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, c
     // The prefetch depends on the free, so from here on the old device copy is gone.
     if (entry.device_copy_counted) {
       entry.device_copy_counted = false;
-      in_use -= entry.bytes;
+      memory.free(entry.tensor);
       uncounted_frees.erase(std::remove(uncounted_frees.begin(), uncounted_frees.end(), index), uncounted_frees.end());
     }
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     entry.prefetch = builder.prefetch(entry.tensor, std::move(deps));
-    in_use += entry.bytes;
-    peak = std::max(peak, in_use);
+    memory.bring(entry.tensor);
   };
   // Issues prefetches in stream order whose trigger has passed, as long as they fit.
   auto issue_ready_prefetches = [&](OpId completed_op, StepId completed_step) {
@@ -187,7 +174,7 @@ Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, c
       std::uint64_t headroom = 0;
       for (OpId between = completed_op + 1; between < entry.first_backward_use; ++between)
         headroom = std::max(headroom, allocation_of[static_cast<std::size_t>(between)]);
-      if (in_use + extra + headroom > budget)
+      if (memory.in_use() + extra + headroom > budget)
         break;
       issue_prefetch(index, completed_step, {});
       ++next_prefetch;
@@ -218,12 +205,11 @@ Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, c
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     previous_compute = builder.compute(op.id, std::move(deps));
-    in_use += outputs;
-    peak = std::max(peak, in_use + op.workspace_bytes);
+    memory.run(op.id);
 
-    for (TensorId id : frees_after[static_cast<std::size_t>(op.id)]) {
+    for (TensorId id : analysis.released_after(op.id)) {
       builder.free(id);
-      in_use -= trace.tensor(id).bytes;
+      memory.free(id);
     }
     compute_stream_tail = builder.last();
     for (std::size_t index : offloads_after[static_cast<std::size_t>(op.id)]) {
@@ -234,7 +220,7 @@ Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, c
     }
     issue_ready_prefetches(op.id, compute_stream_tail);
   }
-  plan.estimate.peak_bytes = peak;
+  plan.estimate.peak_bytes = memory.peak();
   return plan;
 }
 

@@ -3,6 +3,7 @@
 
 #include "memsim/experiments/experiment.hpp"
 #include "memsim/experiments/runner.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include <gmock/gmock.h>

@@ -2,6 +2,7 @@
 // accounting. planners_sim_test.cpp runs the same plans through SimGrid.
 #include "memsim/common/error.hpp"
 #include "memsim/planners/planner.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 #include "test_traces.hpp"
 

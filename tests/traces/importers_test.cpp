@@ -3,6 +3,7 @@
 #include "memsim/traces/compressed_file.hpp"
 #include "memsim/traces/importers.hpp"
 #include "memsim/traces/summary.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include "test_files.hpp"

@@ -3,6 +3,7 @@
 #include "memsim/hwmodels/cost_model.hpp"
 #include "memsim/traces/compressed_file.hpp"
 #include "memsim/traces/summary.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include "test_files.hpp"
@@ -93,7 +94,8 @@ TEST(TraceFiles, TruncatedGzipIsALocatedInputError)
 
 TEST(TraceSummary, CountsBytesTimesAndPeak)
 {
-  const TraceSummary summary = summarize_trace(two_op_trace());
+  const Trace trace = two_op_trace();
+  const TraceSummary summary = summarize_trace(trace, default_memory_profile(trace));
   EXPECT_EQ(summary.ops, 2u);
   EXPECT_EQ(summary.tensors, 3u);
   EXPECT_DOUBLE_EQ(summary.total_time_s, 0.005);
@@ -114,14 +116,14 @@ TEST(TraceSummary, CountsBytesTimesAndPeak)
 TEST(TraceSummary, SaysWhyThereIsNoChainView)
 {
   Trace branching = test::make_chain(3, 1000, 0.001);
-  const TraceSummary chain = summarize_trace(branching);
+  const TraceSummary chain = summarize_trace(branching, default_memory_profile(branching));
   EXPECT_TRUE(chain.chain_view);
   EXPECT_EQ(chain.chain_layers, 3u);
   // A forward op of layer 2 reading layer 0's output skips a layer: not a chain.
   for (Op& op : branching.ops)
     if (op.phase == Phase::forward && op.layer == 2)
       op.inputs.push_back(branching.ops[0].outputs[0]);
-  const TraceSummary skip = summarize_trace(branching);
+  const TraceSummary skip = summarize_trace(branching, default_memory_profile(branching));
   EXPECT_FALSE(skip.chain_view);
   EXPECT_NE(skip.chain_view_reason.find("not a chain"), std::string::npos) << skip.chain_view_reason;
   EXPECT_EQ(summary_to_json(skip)["chain_view_reason"], skip.chain_view_reason);
@@ -160,7 +162,7 @@ TEST(ShippedTraces, RecordedModelsLoadWithProvenance)
     EXPECT_EQ(trace.source.device, "H100-80GB-SXM");
     EXPECT_EQ(trace.source.date, "2026-11-23");
     EXPECT_NE(trace.source.tool.find("memsim_export.py"), std::string::npos);
-    const TraceSummary summary = summarize_trace(trace);
+    const TraceSummary summary = summarize_trace(trace, default_memory_profile(trace));
     EXPECT_GT(summary.default_peak_bytes, 24ull << 30);
     EXPECT_GT(summary.ops_by_phase[static_cast<std::size_t>(Phase::backward)], 0u);
     EXPECT_GT(summary.ops_by_phase[static_cast<std::size_t>(Phase::update)], 0u);

@@ -32,28 +32,6 @@ TEST(DefaultLifetimes, FreeAfterOverridesLastUse)
   EXPECT_EQ(default_lifetimes(trace)[6].released_after, 5);
 }
 
-TEST(DefaultMemoryProfile, PeakByHand)
-{
-  const Trace trace = test::make_chain(3, kA);
-  const MemoryProfile profile = default_memory_profile(trace);
-  // Resident x + 3 weights; at b2 (a2 was freed after the loss): a0 a1 g2 + dw2 + g1 = 4A + 1000 more.
-  EXPECT_EQ(profile.resident_bytes, kA + 3000);
-  EXPECT_EQ(profile.peak_bytes, 5 * kA + 4000);
-  EXPECT_EQ(profile.peak_op, 4);
-  ASSERT_EQ(profile.in_use_during.size(), trace.ops.size());
-  EXPECT_EQ(profile.in_use_during[0], 2 * kA + 3000);
-  EXPECT_EQ(profile.in_use_during.back(), 2 * kA + 6000); // b0: x, 3 weights, g0 (its input), 3 weight grads
-}
-
-TEST(DefaultMemoryProfile, WorkspaceCountsWhileTheOpRuns)
-{
-  Trace trace = test::make_chain(3, kA);
-  trace.ops[0].workspace_bytes = 10 * kA;
-  const MemoryProfile profile = default_memory_profile(trace);
-  EXPECT_EQ(profile.peak_op, 0);
-  EXPECT_EQ(profile.peak_bytes, 12 * kA + 3000);
-}
-
 TEST(ChainView, LayersSizesAndTimes)
 {
   const Trace trace = test::make_chain(3, kA, 0.002);

@@ -30,7 +30,7 @@ std::string human_bytes(std::uint64_t bytes)
 
 } // namespace
 
-TraceSummary summarize_trace(const Trace& trace)
+TraceSummary summarize_trace(const Trace& trace, const MemoryProfile& default_profile)
 {
   TraceSummary summary;
   summary.name = trace.name;
@@ -55,10 +55,9 @@ TraceSummary summarize_trace(const Trace& trace)
   }
   summary.layers = static_cast<std::size_t>(max_layer + 1);
   summary.total_time_s = trace.total_time_s();
-  const MemoryProfile profile = default_memory_profile(trace);
-  summary.resident_bytes = profile.resident_bytes;
-  summary.default_peak_bytes = profile.peak_bytes;
-  summary.default_peak_op = profile.peak_op;
+  summary.resident_bytes = default_profile.resident_bytes;
+  summary.default_peak_bytes = default_profile.peak_bytes;
+  summary.default_peak_op = default_profile.peak_op;
   // Activations still alive when the last forward (or loss) op ends: what keep-all holds for backward.
   const auto lifetimes = default_lifetimes(trace);
   OpId last_forward = -1;

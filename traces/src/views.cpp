@@ -36,36 +36,6 @@ std::vector<TensorLifetime> default_lifetimes(const Trace& trace)
   return lifetimes;
 }
 
-MemoryProfile default_memory_profile(const Trace& trace)
-{
-  const auto lifetimes = default_lifetimes(trace);
-  std::vector<std::vector<TensorId>> released_after_op(trace.ops.size());
-  MemoryProfile profile;
-  for (const Tensor& tensor : trace.tensors) {
-    if (is_initially_resident(tensor.kind))
-      profile.resident_bytes += tensor.bytes;
-    const auto& released = lifetimes[static_cast<std::size_t>(tensor.id)].released_after;
-    if (released && lifetimes[static_cast<std::size_t>(tensor.id)].produced_by)
-      released_after_op[static_cast<std::size_t>(*released)].push_back(tensor.id);
-  }
-  std::uint64_t in_use = profile.resident_bytes;
-  profile.peak_bytes = in_use;
-  profile.in_use_during.reserve(trace.ops.size());
-  for (const Op& op : trace.ops) {
-    for (TensorId id : op.outputs)
-      in_use += trace.tensor(id).bytes;
-    const std::uint64_t during = in_use + op.workspace_bytes;
-    profile.in_use_during.push_back(during);
-    if (during > profile.peak_bytes) {
-      profile.peak_bytes = during;
-      profile.peak_op = op.id;
-    }
-    for (TensorId id : released_after_op[static_cast<std::size_t>(op.id)])
-      in_use -= trace.tensor(id).bytes;
-  }
-  return profile;
-}
-
 ChainView chain_view(const Trace& trace)
 {
   ChainView view;

@@ -4,6 +4,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/traces/generators.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include <fmt/format.h>

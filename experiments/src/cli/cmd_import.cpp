@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include "memsim/traces/importers.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/summary.hpp"
 
 #include <fmt/format.h>
@@ -22,7 +23,7 @@ struct ImportOptions {
 void report(const Trace& trace, const std::string& out)
 {
   save_trace(trace, out);
-  const TraceSummary summary = summarize_trace(trace);
+  const TraceSummary summary = summarize_trace(trace, default_memory_profile(trace));
   fmt::print("{}: {} ops, {} tensors, total_time_s {:.6f}, default_peak_bytes {}, resident_bytes {}\n", out,
              summary.ops, summary.tensors, summary.total_time_s, summary.default_peak_bytes, summary.resident_bytes);
 }

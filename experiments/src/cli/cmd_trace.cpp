@@ -3,6 +3,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/traces/summary.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include <fmt/format.h>
@@ -74,7 +75,8 @@ void add_trace_command(CLI::App& app, Context& context)
   info->add_option("TRACE", options->trace, "trace file (.trace.json or .trace.json.gz)")->required();
   info->add_flag("--json", options->json, "one JSON object with the same names");
   info->callback([options] {
-    const TraceSummary summary = summarize_trace(load_trace(options->trace));
+    const Trace loaded = load_trace(options->trace);
+    const TraceSummary summary = summarize_trace(loaded, default_memory_profile(loaded));
     if (options->json)
       fmt::print("{}\n", summary_to_json(summary).dump(1));
     else
@@ -102,7 +104,7 @@ void add_trace_command(CLI::App& app, Context& context)
       context.exit_code = 3;
       return;
     }
-    const TraceSummary summary = summarize_trace(loaded);
+    const TraceSummary summary = summarize_trace(loaded, default_memory_profile(loaded));
     std::string title = options->title;
     if (title.empty())
       title = fmt::format("{} ({}, batch {}): default schedule, peak {:.2f} GiB", loaded.name,

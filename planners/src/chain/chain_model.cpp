@@ -5,6 +5,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
 #include "memsim/hwmodels/cost_model.hpp"
+#include "memsim/sim/memory_cursor.hpp"
 
 #include <fmt/format.h>
 
@@ -24,61 +25,79 @@ int to_units(double bytes, double unit) { return static_cast<int>(std::ceil(byte
 namespace {
 
 // The memory a layer's forward (all of it kept, "F_all") or backward needs above what is in use before it, op by op
-// as the emitted plan runs it: outputs allocated at the op's start (+ its workspace while it runs), a tensor freed
-// after its last read. The chain view's overheads add every transient and gradient up instead; the simulator runs
-// the ops, so its peak is this one.
+// as the emitted plan runs it, priced by the memory cursor: outputs allocated at the op's start (+ its workspace
+// while it runs), a tensor freed after its last read. The chain view's overheads add every transient and gradient up
+// instead; the simulator runs the ops, so its peak is this one.
 struct LayerPeaks {
   std::uint64_t forward = 0;  // peak above the memory in use before F_l (abar_l is live at its end)
   std::uint64_t backward = 0; // peak above the memory in use before B_l (abar_l, delta_l, a_{l-1} live then)
 };
 
-LayerPeaks layer_peaks(const Trace& trace, const ChainLayer& layer, const std::vector<TensorLifetime>& lifetimes)
+bool in_layer(const Op& op, Phase phase, const ChainLayer& layer) { return op.phase == phase && op.layer == layer.layer; }
+
+// Forward: a transient (not saved) dies after its last read inside the layer's forward, or right away.
+std::uint64_t forward_peak(const TraceAnalysis& analysis, const ChainLayer& layer)
 {
-  LayerPeaks peaks;
+  const Trace& trace = analysis.trace();
   std::set<TensorId> saved(layer.saved_tensors.begin(), layer.saved_tensors.end());
-  // Forward: a transient (not saved) dies after its last read inside the layer's forward, or right away.
-  std::int64_t live = 0;
-  std::int64_t peak = 0;
-  std::map<OpId, std::uint64_t> freed_after;
-  for (OpId id : layer.forward_ops) {
-    const Op& op = trace.op(id);
-    for (TensorId out : op.outputs) {
-      live += static_cast<std::int64_t>(trace.tensor(out).bytes);
+  std::map<OpId, std::vector<TensorId>> freed_after;
+  for (OpId id : layer.forward_ops)
+    for (TensorId out : trace.op(id).outputs) {
       if (saved.count(out))
         continue;
       OpId last = id;
-      for (OpId reader : layer.forward_ops)
-        for (TensorId in : trace.op(reader).inputs)
-          if (in == out)
-            last = std::max(last, reader);
-      freed_after[last] += trace.tensor(out).bytes;
+      for (OpId reader : analysis.readers(out))
+        if (in_layer(trace.op(reader), Phase::forward, layer))
+          last = std::max(last, reader);
+      freed_after[last].push_back(out);
     }
-    peak = std::max(peak, live + static_cast<std::int64_t>(op.workspace_bytes));
-    live -= static_cast<std::int64_t>(freed_after[id]);
+  MemoryCursor memory(trace, {});
+  for (OpId id : layer.forward_ops) {
+    memory.run(id);
+    for (TensorId out : freed_after[id])
+      memory.free(out);
   }
-  peaks.forward = static_cast<std::uint64_t>(peak);
-  // Backward: new tensors (weight gradients excluded: counted as fixed memory) raise it; tensors whose last read
-  // in the trace is this op (delta_l, abar_l's parts, intermediate gradients) are freed after it.
-  live = 0;
-  peak = 0;
+  return memory.peak();
+}
+
+// Backward: weight gradients weigh nothing (the chain model counts them as fixed memory); the tensors an op touches
+// whose default release is after it (delta_l, abar_l's parts, intermediate gradients) are freed after it. What it
+// frees but the layer's backward did not produce is on the device before B_l: the cursor starts with it.
+std::uint64_t backward_peak(const TraceAnalysis& analysis, const ChainLayer& layer)
+{
+  const Trace& trace = analysis.trace();
+  std::map<OpId, std::vector<TensorId>> freed_after;
+  std::vector<TensorId> live_before;
   for (OpId id : layer.backward_ops) {
     const Op& op = trace.op(id);
-    std::int64_t produced = 0;
-    for (TensorId out : op.outputs)
-      if (trace.tensor(out).kind != TensorKind::weight_grad)
-        produced += static_cast<std::int64_t>(trace.tensor(out).bytes);
-    live += produced;
-    peak = std::max(peak, live + static_cast<std::int64_t>(op.workspace_bytes));
     std::set<TensorId> touched(op.inputs.begin(), op.inputs.end());
     touched.insert(op.outputs.begin(), op.outputs.end());
     for (TensorId t : touched) {
-      const TensorLifetime& lifetime = lifetimes[static_cast<std::size_t>(t)];
-      if (lifetime.released_after && *lifetime.released_after == id && !is_initially_resident(trace.tensor(t).kind))
-        live -= static_cast<std::int64_t>(trace.tensor(t).bytes);
+      const auto released = analysis.lifetime(t).released_after;
+      if (!released || *released != id || is_initially_resident(trace.tensor(t).kind))
+        continue;
+      freed_after[id].push_back(t);
+      const auto producer = analysis.producer(t);
+      if (!producer || !in_layer(trace.op(*producer), Phase::backward, layer))
+        live_before.push_back(t);
     }
   }
-  peaks.backward = static_cast<std::uint64_t>(peak);
-  return peaks;
+  std::vector<TensorId> weight_grads;
+  for (const Tensor& tensor : trace.tensors)
+    if (tensor.kind == TensorKind::weight_grad)
+      weight_grads.push_back(tensor.id);
+  MemoryCursor memory(trace, live_before, weight_grads);
+  for (OpId id : layer.backward_ops) {
+    memory.run(id);
+    for (TensorId t : freed_after[id])
+      memory.free(t);
+  }
+  return memory.peak() - memory.start_bytes();
+}
+
+LayerPeaks layer_peaks(const TraceAnalysis& analysis, const ChainLayer& layer)
+{
+  return {forward_peak(analysis, layer), backward_peak(analysis, layer)};
 }
 
 struct HostLink {
@@ -98,8 +117,10 @@ HostLink host_link(const Machine& machine)
 
 } // namespace
 
-TraceChain make_trace_chain(const Trace& trace, const Machine& machine, std::uint64_t budget_bytes, int levels)
+TraceChain make_trace_chain(const TraceAnalysis& analysis, const Machine& machine, std::uint64_t budget_bytes,
+                            int levels)
 {
+  const Trace& trace = analysis.trace();
   TraceChain chain;
   try {
     chain.view = chain_view(trace);
@@ -108,7 +129,6 @@ TraceChain make_trace_chain(const Trace& trace, const Machine& machine, std::uin
   }
   const ChainView& view = chain.view;
   const CostModel cost(trace, machine);
-  const auto lifetimes = default_lifetimes(trace);
   // Fixed memory: resident tensors, weight gradients (counted from the start although the backward makes them),
   // the loss and update ops' outputs and workspace. The loss's gradient of the last output is delta_L: the chain
   // model counts it.
@@ -148,7 +168,7 @@ TraceChain make_trace_chain(const Trace& trace, const Machine& machine, std::uin
   std::size_t most_tensors = 1;
   for (std::size_t l = 0; l < view.layers.size(); ++l) {
     const ChainLayer& layer = view.layers[l];
-    const LayerPeaks peaks = layer_peaks(trace, layer, lifetimes);
+    const LayerPeaks peaks = layer_peaks(analysis, layer);
     const std::uint64_t input = l == 0 ? 0 : view.layers[l - 1].output_bytes;
     const std::uint64_t saved = std::max(layer.saved_bytes, layer.output_bytes);
     LayerBytes b;
@@ -194,9 +214,10 @@ TraceChain make_trace_chain(const Trace& trace, const Machine& machine, std::uin
   return chain;
 }
 
-Plan emit_plan(const Trace& trace, const TraceChain& chain, const ExpandedSchedule& schedule,
+Plan emit_plan(const TraceAnalysis& analysis, const TraceChain& chain, const ExpandedSchedule& schedule,
                const std::vector<Block>& blocks, double model_time)
 {
+  const Trace& trace = analysis.trace();
   const ChainView& view = chain.view;
   const int length = static_cast<int>(view.layers.size());
   // 1. Compute entries (op level) and the entry range of every action.
@@ -254,7 +275,6 @@ Plan emit_plan(const Trace& trace, const TraceChain& chain, const ExpandedSchedu
 
   // 3. Generations of each tensor: started by a compute output or a prefetch, ended by an offload (free on d2h) or
   // by the last read before the next start (free on compute), or never (weight gradients, resident tensors).
-  const auto lifetimes = default_lifetimes(trace);
   const auto entry_count = static_cast<int>(entries.size());
   std::vector<std::vector<TensorId>> compute_frees_after(static_cast<std::size_t>(entry_count));
   struct OffloadFree {
@@ -287,8 +307,7 @@ Plan emit_plan(const Trace& trace, const TraceChain& chain, const ExpandedSchedu
     }
     for (auto& [id, list] : events) {
       std::stable_sort(list.begin(), list.end(), [](const Event& x, const Event& y) { return x.position < y.position; });
-      const auto& lifetime = lifetimes[static_cast<std::size_t>(id)];
-      const bool kept_to_end = lifetime.produced_by && !lifetime.released_after;
+      const bool kept_to_end = analysis.kept_to_end(id);
       // Walk generations.
       bool live = false;
       int start_entry = -1;
@@ -402,7 +421,8 @@ std::vector<ParamSpec> chain_params()
 Plan plan_chain(ChainAlgorithm algorithm, const Trace& trace, const Machine& machine, const PlanRequest& request)
 {
   const int levels = static_cast<int>(request.params.value("levels", std::int64_t{50}));
-  const TraceChain chain = make_trace_chain(trace, machine, request.budget_bytes, levels);
+  const TraceAnalysis analysis(trace);
+  const TraceChain chain = make_trace_chain(analysis, machine, request.budget_bytes, levels);
   const Problem& problem = chain.problem;
   const RotorTable rotor(problem);
   BlockSchedule schedule;
@@ -445,7 +465,7 @@ Plan plan_chain(ChainAlgorithm algorithm, const Trace& trace, const Machine& mac
     throw std::logic_error(fmt::format("chain planner: the schedule's evaluation ({}) disagrees with the DP ({}): {}",
                                        exact, schedule.time, why));
   const ExpandedSchedule expanded = expand_blocks(rotor, schedule.blocks);
-  return emit_plan(trace, chain, expanded, schedule.blocks, exact);
+  return emit_plan(analysis, chain, expanded, schedule.blocks, exact);
 }
 
 namespace {

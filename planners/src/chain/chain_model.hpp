@@ -4,6 +4,7 @@
 #include "memsim/planners/chain.hpp"
 #include "memsim/planners/plan.hpp"
 #include "memsim/planners/planner.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include <string>
@@ -21,11 +22,12 @@ struct TraceChain {
 
 // Throws InputError when the trace has no chain view, Infeasible("no plan fits: minimum memory is X") when the
 // budget does not cover the fixed memory.
-TraceChain make_trace_chain(const Trace& trace, const Machine& machine, std::uint64_t budget_bytes, int levels);
+TraceChain make_trace_chain(const TraceAnalysis& analysis, const Machine& machine, std::uint64_t budget_bytes,
+                            int levels);
 
 // The compute actions and transfers as a Plan: forward/backward ops of each action on "compute" (recompute when an
 // op runs again), item offloads on "d2h" followed by frees there, prefetches on "h2d", and frees after last reads.
-Plan emit_plan(const Trace& trace, const TraceChain& chain, const ExpandedSchedule& schedule,
+Plan emit_plan(const TraceAnalysis& analysis, const TraceChain& chain, const ExpandedSchedule& schedule,
                const std::vector<Block>& blocks, double model_time);
 
 // The common body of the chain planners: discretize, solve, emit; Infeasible with the minimum memory when no

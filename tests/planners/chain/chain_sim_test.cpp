@@ -5,6 +5,7 @@
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/traces/generators.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 #include "simulate_in_child.hpp"
 #include "test_traces.hpp"

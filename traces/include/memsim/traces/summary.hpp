@@ -1,6 +1,7 @@
 #pragma once
 // What `memsim trace info` prints: counts, bytes by kind, compute time and the default-schedule peak.
 #include "memsim/traces/trace.hpp"
+#include "memsim/traces/views.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -31,7 +32,8 @@ struct TraceSummary {
   std::size_t chain_layers = 0;
 };
 
-TraceSummary summarize_trace(const Trace& trace);
+// `default_profile`: the default schedule's memory, from the execution core (default_memory_profile).
+TraceSummary summarize_trace(const Trace& trace, const MemoryProfile& default_profile);
 nlohmann::json summary_to_json(const TraceSummary& summary);
 std::string format_summary(const TraceSummary& summary);
 

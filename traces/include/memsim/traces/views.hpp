@@ -7,6 +7,7 @@
 
 namespace memsim {
 
+// The one implementation of the framework's release rules (the core's TraceAnalysis wraps it).
 // Under the framework's default schedule (ops in trace order, a tensor allocated when produced and
 // released after `free_after` or its last use; initially resident tensors live throughout).
 struct TensorLifetime {
@@ -17,14 +18,14 @@ struct TensorLifetime {
 
 std::vector<TensorLifetime> default_lifetimes(const Trace& trace);
 
+// The default schedule's memory. Computed by the execution core (memsim/sim/trace_analysis.hpp:
+// default_memory_profile), whose memory cursor is the one sequential account; traces do not account memory.
 struct MemoryProfile {
   std::uint64_t resident_bytes = 0;        // initially resident tensors
   std::uint64_t peak_bytes = 0;            // max over ops of memory in use while the op runs
   OpId peak_op = 0;
   std::vector<std::uint64_t> in_use_during; // per op: bytes in use while it runs (incl. workspace)
 };
-
-MemoryProfile default_memory_profile(const Trace& trace);
 
 // The chain view (Beaumont et al.): per layer l, forward/backward times, output size a_l (what layer l+1
 // reads), saved size abar_l (all forward-produced bytes of layer l alive at the end of the forward phase),
