@@ -12,7 +12,7 @@
 namespace memsim {
 namespace {
 
-Plan plan_keep_all(const Trace& trace, const Machine&, const PlanRequest& request)
+Plan plan_keep_all(const Trace& trace, const Machine&, const PlanRequest& request, const NoOptions&)
 {
   const auto lifetimes = default_lifetimes(trace);
   std::vector<std::vector<TensorId>> released_after_op(trace.ops.size());
