@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 namespace memsim::cli {
 
 ParamOptions::ParamOptions(CLI::App* command, const std::vector<ParamSpec>& specs)
@@ -17,6 +19,10 @@ ParamOptions::ParamOptions(CLI::App* command, const std::vector<ParamSpec>& spec
       bound.option = command->add_flag(flag, bound.flag, help);
     } else {
       bound.option = command->add_option(flag, bound.text, help);
+      std::string type_name(to_string(spec.type)); // INTEGER, NUMBER, STRING in --help
+      for (char& c : type_name)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      bound.option->type_name(type_name);
       bound.option->default_str(spec.default_value.is_string() ? spec.default_value.get<std::string>()
                                                                : spec.default_value.dump());
     }
