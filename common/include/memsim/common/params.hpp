@@ -56,8 +56,8 @@ ParamValues complete_params(std::string_view kind, std::string_view component, c
                             const nlohmann::json& given);
 // "k=v" pairs (`--param k=v`) to JSON of the declared types; errors are located at `where` ("--param").
 nlohmann::json parse_param_assignments(std::string_view kind, std::string_view component,
-                                       const std::vector<ParamSpec>& specs,
-                                       const std::vector<std::string>& assignments, const std::string& where = "--param");
+                                       const std::vector<ParamSpec>& specs, const std::vector<std::string>& assignments,
+                                       const std::string& where = "--param");
 // One value from text, as the spec's type. Throws std::invalid_argument when it is not one.
 nlohmann::json parse_param_value(const ParamSpec& spec, const std::string& text);
 
