@@ -81,13 +81,18 @@ std::vector<std::pair<std::string, Node>> Node::entries() const
 
 void Node::only_keys(std::initializer_list<std::string_view> allowed) const
 {
+  only_keys(std::vector<std::string>(allowed.begin(), allowed.end()));
+}
+
+void Node::only_keys(const std::vector<std::string>& allowed) const
+{
   expect_map();
   for (const auto& entry : value_) {
     auto key = entry.first.as<std::string>();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string valid;
       for (auto name : allowed)
-        valid += (valid.empty() ? "" : ", ") + std::string(name);
+        valid += (valid.empty() ? "" : ", ") + name;
       Node(entry.first, source_, key_path_).fail(fmt::format("unknown key '{}' (valid keys: {})", key, valid));
     }
   }

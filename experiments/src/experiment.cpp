@@ -13,7 +13,7 @@
 #include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
-#include "memsim/traces/generators.hpp"
+#include "memsim/traces/generator_registry.hpp"
 
 #include <fmt/format.h>
 
@@ -69,6 +69,25 @@ Json param_value(const yaml_io::Node& node, const ParamSpec* spec)
   return node.as_string();
 }
 
+// One parameter of a component from the experiment file, typed and checked on its own so that a message points at it.
+template <class Entry>
+Json checked_param(const Registry<Entry>& registry, const Entry& entry, const std::string& key,
+                   const yaml_io::Node& value_node)
+{
+  const ParamSpec* spec = nullptr;
+  for (const ParamSpec& candidate : entry.params)
+    if (candidate.name == key)
+      spec = &candidate;
+  Json one = Json::object();
+  one[key] = param_value(value_node, spec);
+  try {
+    (void)registry.complete_params(entry, one);
+  } catch (const InputError& error) {
+    value_node.fail(error.message());
+  }
+  return one[key];
+}
+
 PlannerChoice load_planner(const yaml_io::Node& node)
 {
   // yaml_io::Node is never assigned to: YAML::Node assignment rewrites the document node it refers to.
@@ -89,7 +108,7 @@ PlannerChoice load_planner(const yaml_io::Node& node)
   if (choice.label.empty())
     choice.label = choice.name;
 
-  const PlannerRegistry& registry = PlannerRegistry::instance();
+  const PlannerRegistry& registry = planner_registry();
   const PlannerInfo* info = nullptr;
   try {
     info = &registry.get(choice.name);
@@ -97,22 +116,9 @@ PlannerChoice load_planner(const yaml_io::Node& node)
     name_node->fail(error.message());
   }
   Json given = Json::object();
-  if (params_node) {
-    for (const auto& [key, value_node] : params_node->entries()) {
-      const ParamSpec* spec = nullptr;
-      for (const ParamSpec& candidate : info->params)
-        if (candidate.name == key)
-          spec = &candidate;
-      Json one = Json::object();
-      one[key] = param_value(value_node, spec);
-      try {
-        registry.complete_params(*info, one); // checked one by one so that the message points at the key
-      } catch (const InputError& error) {
-        value_node.fail(error.message());
-      }
-      given[key] = one[key];
-    }
-  }
+  if (params_node)
+    for (const auto& [key, value_node] : params_node->entries())
+      given[key] = checked_param(registry, *info, key, value_node);
   try {
     choice.params = registry.complete_params(*info, given);
   } catch (const InputError& error) {
@@ -122,72 +128,50 @@ PlannerChoice load_planner(const yaml_io::Node& node)
 }
 
 // A generator spec {kind: cnn|transformer, ...} -> an analytic trace timed by the roofline of the machine's gpu0.
+// `generator` records the keys the spec gave (not the defaults), as cells have always named them.
 Trace generate_workload(const yaml_io::Node& spec, const Machine& machine, Json& generator)
 {
   spec.expect_map();
-  const std::string kind = spec.at("kind").as_string();
+  const yaml_io::Node kind_node = spec.at("kind");
+  const std::string kind = kind_node.as_string();
+  const GeneratorRegistry& registry = generator_registry();
+  const GeneratorInfo* info = registry.find(kind);
+  if (info == nullptr)
+    kind_node.fail(fmt::format("unknown generator kind '{}' (valid: {})", kind, registry.names()));
+  std::vector<std::string> keys{"kind"};
+  for (const ParamSpec& p : info->params)
+    keys.push_back(p.name);
+  spec.only_keys(keys);
+  generator = Json{{"kind", kind}};
+  for (const auto& [key, value_node] : spec.entries())
+    if (key != "kind")
+      generator[key] = checked_param(registry, *info, key, value_node);
+  Json given = generator;
+  given.erase("kind");
+  const ParamValues values = registry.complete_params(*info, given);
+
   const Gpu& gpu = machine.gpus.at(0);
-  auto roofline_for = [&](const std::string& dtype, const yaml_io::Node& where) {
+  auto roofline_for = [&](const std::string& dtype) {
     auto peak = gpu.peak_flops.find(dtype);
     if (peak == gpu.peak_flops.end())
-      where.fail(fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name, machine.name, dtype));
+      (spec.has("dtype") ? spec.at("dtype") : spec)
+          .fail(fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name, machine.name, dtype));
     return Roofline{peak->second, gpu.hbm_bandwidth, gpu.kernel_launch_s, gpu.model};
   };
-  auto get_int = [&](const char* key, int& value) {
-    if (spec.has(key)) {
-      value = static_cast<int>(spec.at(key).as_int());
-      generator[key] = value;
-    }
-  };
-  // The generators name a bad parameter as "--flag": point at that key of the spec instead.
-  auto relocate = [&](const InputError& error) {
-    std::string key = error.where().starts_with("--") ? error.where().substr(2) : error.where();
-    if (key == "channels")
-      key = "channel_scale";
+  try {
+    return info->make(values, roofline_for);
+  } catch (const InputError& error) {
+    // The generators name a bad parameter as "--flag": point at that key of the spec instead.
+    if (!error.where().empty() && !error.where().starts_with("--"))
+      throw; // already located in the experiment file
+    std::string key = error.where().empty() ? "" : error.where().substr(2);
+    for (const ParamSpec& p : info->params)
+      if (command_line_flag(p) == error.where())
+        key = p.name;
     if (!key.empty() && spec.has(key.c_str()))
       spec.at(key.c_str()).fail(error.message());
     spec.fail(key.empty() ? error.message() : fmt::format("{}: {}", key, error.message()));
-  };
-  generator = Json{{"kind", kind}};
-  if (kind == "cnn") {
-    spec.only_keys({"kind", "depth", "channel_scale", "image", "batch", "classes", "dtype", "residual"});
-    CnnSpec cnn;
-    get_int("depth", cnn.depth);
-    get_int("image", cnn.image);
-    get_int("batch", cnn.batch);
-    get_int("classes", cnn.classes);
-    if (spec.has("channel_scale"))
-      generator["channel_scale"] = cnn.channel_scale = spec.at("channel_scale").as_number();
-    if (spec.has("dtype"))
-      generator["dtype"] = cnn.dtype = spec.at("dtype").as_string();
-    if (spec.has("residual"))
-      generator["residual"] = cnn.residual = spec.at("residual").as_bool();
-    const Roofline roofline = roofline_for(cnn.dtype, spec.has("dtype") ? spec.at("dtype") : spec);
-    try {
-      return generate_cnn(cnn, roofline);
-    } catch (const InputError& error) {
-      relocate(error);
-    }
   }
-  if (kind == "transformer") {
-    spec.only_keys({"kind", "layers", "hidden", "heads", "seq", "batch", "vocab", "dtype"});
-    TransformerSpec transformer;
-    get_int("layers", transformer.layers);
-    get_int("hidden", transformer.hidden);
-    get_int("heads", transformer.heads);
-    get_int("seq", transformer.seq);
-    get_int("batch", transformer.batch);
-    get_int("vocab", transformer.vocab);
-    if (spec.has("dtype"))
-      generator["dtype"] = transformer.dtype = spec.at("dtype").as_string();
-    const Roofline roofline = roofline_for(transformer.dtype, spec.has("dtype") ? spec.at("dtype") : spec);
-    try {
-      return generate_transformer(transformer, roofline);
-    } catch (const InputError& error) {
-      relocate(error);
-    }
-  }
-  spec.at("kind").fail(fmt::format("unknown generator kind '{}' (valid: cnn, transformer)", kind));
 }
 
 Workload load_workload(const yaml_io::Node& node, const std::filesystem::path& experiment_file,

@@ -17,11 +17,16 @@
 namespace memsim {
 namespace {
 
-Plan plan_checkpoint_sqrt(const Trace& trace, const Machine&, const PlanRequest& request)
+struct CheckpointSqrtOptions {
+  int segments = 0; // 0: round(sqrt(layers))
+};
+
+Plan plan_checkpoint_sqrt(const Trace& trace, const Machine&, const PlanRequest& request,
+                          const CheckpointSqrtOptions& options)
 {
   const ChainView chain = chain_view(trace);
   const auto layer_count = static_cast<std::int64_t>(chain.layers.size());
-  std::int64_t segments = request.params.value("segments", std::int64_t{0});
+  std::int64_t segments = options.segments;
   if (segments <= 0)
     segments = std::max<std::int64_t>(1, std::llround(std::sqrt(static_cast<double>(layer_count))));
   segments = std::min(segments, layer_count);
@@ -88,7 +93,8 @@ Plan plan_checkpoint_sqrt(const Trace& trace, const Machine&, const PlanRequest&
 MEMSIM_REGISTER_PLANNER(
     checkpoint_sqrt, "checkpoint-sqrt",
     "Chen et al. 2016: keep ~sqrt(n) segment inputs of the chain, recompute each segment's forward before its backward",
-    {ParamSpec{"segments", ParamType::integer, "number of segments (0: round(sqrt(layers)))", 0, 0.0, 1e6, {}}},
+    {param("segments", &CheckpointSqrtOptions::segments, "number of segments (0: round(sqrt(layers)))",
+           {.min = 0, .max = 1e6})},
     plan_checkpoint_sqrt);
 
 } // namespace memsim

@@ -10,7 +10,7 @@
 namespace memsim {
 namespace {
 
-Plan plan_keep_all(const Trace& trace, const Machine&, const PlanRequest& request)
+Plan plan_keep_all(const Trace& trace, const Machine&, const PlanRequest& request, const NoOptions&)
 {
   const TraceAnalysis analysis(trace);
   const MemoryProfile& profile = analysis.default_profile();

@@ -21,6 +21,10 @@
 namespace memsim {
 namespace {
 
+struct VdnnOptions {
+  int lookahead = 1; // layers
+};
+
 struct Moved {
   TensorId tensor = 0;
   std::uint64_t bytes = 0;
@@ -42,9 +46,10 @@ bool reads_convolution_input(const TraceAnalysis& analysis, TensorId id)
   return false;
 }
 
-Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, const char* name)
+Plan plan_vdnn(const Trace& trace, const PlanRequest& request, const VdnnOptions& options, bool conv_only,
+               const char* name)
 {
-  const std::int64_t lookahead = request.params.value("lookahead", std::int64_t{1});
+  const int lookahead = options.lookahead;
   const TraceAnalysis analysis(trace);
   const std::uint64_t budget = request.budget_bytes;
 
@@ -224,25 +229,28 @@ Plan plan_vdnn(const Trace& trace, const PlanRequest& request, bool conv_only, c
   return plan;
 }
 
-Plan plan_vdnn_all(const Trace& trace, const Machine&, const PlanRequest& request)
+Plan plan_vdnn_all(const Trace& trace, const Machine&, const PlanRequest& request, const VdnnOptions& options)
 {
-  return plan_vdnn(trace, request, false, "vdnn-all");
+  return plan_vdnn(trace, request, options, false, "vdnn-all");
 }
-Plan plan_vdnn_conv(const Trace& trace, const Machine&, const PlanRequest& request)
+Plan plan_vdnn_conv(const Trace& trace, const Machine&, const PlanRequest& request, const VdnnOptions& options)
 {
-  return plan_vdnn(trace, request, true, "vdnn-conv");
+  return plan_vdnn(trace, request, options, true, "vdnn-conv");
 }
 
-const ParamSpec kLookahead{"lookahead", ParamType::integer,
-                           "prefetch when the backward of the layer this many layers above the consumer starts", 1,
-                           0.0, 1000.0, {}};
+ParamList<VdnnOptions> vdnn_params()
+{
+  return {param("lookahead", &VdnnOptions::lookahead,
+                "prefetch when the backward of the layer this many layers above the consumer starts",
+                {.min = 0, .max = 1000})};
+}
 
 } // namespace
 
 MEMSIM_REGISTER_PLANNER(vdnn_all, "vdnn-all",
                         "vDNN: offload every forward activation needed by the backward, prefetch it layers ahead",
-                        {kLookahead}, plan_vdnn_all);
+                        vdnn_params(), plan_vdnn_all);
 MEMSIM_REGISTER_PLANNER(vdnn_conv, "vdnn-conv", "vDNN: offload and prefetch only the inputs of convolutions",
-                        {kLookahead}, plan_vdnn_conv);
+                        vdnn_params(), plan_vdnn_conv);
 
 } // namespace memsim

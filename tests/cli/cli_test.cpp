@@ -169,9 +169,65 @@ TEST(Cli, PlannersListsTheBaselinesWithTheirParameters)
     EXPECT_THAT(result.output, HasSubstr(text));
 }
 
+TEST(Cli, PlannersListsEveryPlannerWithTypedRangedParameters)
+{
+  const auto result = run_command(kMemsim + " planners");
+  ASSERT_EQ(result.exit_code, 0);
+  for (const char* name : {"keep-all", "vdnn-all", "vdnn-conv", "checkpoint-sqrt", "rotor", "offload-dp", "pofo",
+                           "autocapper", "opportunist"})
+    EXPECT_THAT(result.output, HasSubstr(std::string(name) + "\n    ")) << name;
+  EXPECT_THAT(result.output, HasSubstr("    --param lookahead=<integer>  default 1 in [0, 1000]: prefetch when"));
+  EXPECT_THAT(result.output, HasSubstr("    --param levels=<integer>  default 50 in [2, 1000]: memory discretization"));
+}
+
+TEST(Cli, GeneratorsListsTheirOptions)
+{
+  const auto result = run_command(kMemsim + " generators");
+  ASSERT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("cnn\n    VGG-style"));
+  EXPECT_THAT(result.output, HasSubstr("transformer\n    Transformer"));
+  EXPECT_THAT(result.output, HasSubstr("    --depth <integer>  default 16 in [1, inf]: conv layers"));
+  EXPECT_THAT(result.output,
+              HasSubstr("    --channels <number> (channel_scale in experiment files)  default 1.0: channel width"));
+  EXPECT_THAT(result.output, HasSubstr("    --dtype <string>  default \"fp32\" one of fp32, fp16, bf16: element type"));
+  EXPECT_THAT(result.output, HasSubstr("    --residual <boolean>  default false: ResNet-style"));
+}
+
+TEST(Cli, ImportersListsTheirOptions)
+{
+  const auto result = run_command(kMemsim + " importers");
+  ASSERT_EQ(result.exit_code, 0);
+  for (const char* name : {"dtr\n", "checkmate\n", "pytorch-eg\n"})
+    EXPECT_THAT(result.output, HasSubstr(name));
+  EXPECT_THAT(result.output, HasSubstr("    --seconds-per-cost <number>  default 0.001 in [0, inf]: seconds per unit"));
+  EXPECT_THAT(result.output, HasSubstr("    --profile <string>  default \"\": Chrome/Kineto"));
+}
+
+TEST(Cli, PoliciesListsNoneUntilOneRegisters)
+{
+  const auto result = run_command(kMemsim + " policies");
+  ASSERT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.output, HasSubstr("no policies registered"));
+}
+
+TEST(Cli, GenChecksTypesAndRangesOfItsOptions)
+{
+  const std::string base = kMemsim + " gen cnn --machine " + quoted(kGood / "good.machine.yaml") + " --out /dev/null";
+  const auto not_integer = run_command(base + " --depth four");
+  EXPECT_EQ(not_integer.exit_code, 2);
+  EXPECT_THAT(not_integer.output, HasSubstr("--depth: 'four' is not a valid integer"));
+  const auto out_of_range = run_command(base + " --depth 0");
+  EXPECT_EQ(out_of_range.exit_code, 2);
+  EXPECT_THAT(out_of_range.output, HasSubstr("parameter 'depth' of generator 'cnn': 0 is outside [1, inf]"));
+  const auto bad_choice = run_command(base + " --dtype fp8");
+  EXPECT_EQ(bad_choice.exit_code, 2);
+  EXPECT_THAT(bad_choice.output, HasSubstr("'fp8' is not one of fp32, fp16, bf16"));
+}
+
 TEST(Cli, EveryCommandHasHelp)
 {
-  for (const char* command : {"", "simulate", "plan", "planners", "gen", "gen cnn", "gen transformer", "run"}) {
+  for (const char* command : {"", "simulate", "plan", "planners", "policies", "generators", "importers", "gen",
+                              "gen cnn", "gen transformer", "run", "import", "import dtr", "import checkmate"}) {
     std::string line = kMemsim; // built with += : g++ 12's -Wrestrict misfires on a + chain here
     line += ' ';
     line += command;

@@ -172,6 +172,25 @@ TEST_F(LoaderTest, WorkloadWithTraceAndGenerator)
                      "generator spec)");
 }
 
+TEST_F(LoaderTest, GeneratorSpecIsCheckedAgainstTheGeneratorsParameters)
+{
+  auto with_generator = [&](const std::string& spec) {
+    std::string text = head();
+    text.replace(text.find("trace: chain4.trace.json"), std::string("trace: chain4.trace.json").size(),
+                 "generate: " + spec);
+    return error_of(text + "planners: [keep-all]\n");
+  };
+  EXPECT_THAT(with_generator("{kind: rnn}"),
+              HasSubstr(":6:36: workloads[0].generate.kind: unknown generator kind 'rnn' (valid: cnn, transformer)"));
+  EXPECT_THAT(with_generator("{kind: cnn, width: 2}"),
+              HasSubstr(":6:41: workloads[0].generate: unknown key 'width' (valid keys: kind, depth, channel_scale, "
+                        "image, batch, classes, dtype, residual)"));
+  EXPECT_THAT(with_generator("{kind: cnn, depth: 0}"),
+              HasSubstr(":6:48: workloads[0].generate.depth: parameter 'depth' of generator 'cnn': 0 is outside "
+                        "[1, inf]"));
+  EXPECT_THAT(with_generator("{kind: cnn, depth: two}"), HasSubstr(":6:48: workloads[0].generate.depth: "));
+}
+
 TEST_F(LoaderTest, DuplicateWorkloadName)
 {
   EXPECT_EQ(error_of(head() + "  - {name: chain, trace: chain4.trace.json}\nplanners: [keep-all]\n"),

@@ -47,7 +47,7 @@ std::map<StepKind, std::size_t> count_kinds(const Plan& plan)
 TEST(Registry, ListsTheFourBaselines)
 {
   std::set<std::string> names;
-  for (const PlannerInfo* info : PlannerRegistry::instance().all())
+  for (const PlannerInfo* info : planner_registry().all())
     names.insert(info->name);
   for (const char* name : {"keep-all", "vdnn-all", "vdnn-conv", "checkpoint-sqrt"})
     EXPECT_TRUE(names.count(name)) << name;
@@ -56,7 +56,7 @@ TEST(Registry, ListsTheFourBaselines)
 TEST(Registry, UnknownPlannerListsValidNames)
 {
   try {
-    (void)PlannerRegistry::instance().get("nope");
+    (void)planner_registry().get("nope");
     FAIL();
   } catch (const InputError& error) {
     EXPECT_NE(std::string(error.what()).find("unknown planner 'nope' (valid: "), std::string::npos);
@@ -66,7 +66,7 @@ TEST(Registry, UnknownPlannerListsValidNames)
 
 TEST(Registry, ParametersAreTypedRangedAndDefaulted)
 {
-  const auto& registry = PlannerRegistry::instance();
+  const auto& registry = planner_registry();
   const PlannerInfo& vdnn = registry.get("vdnn-all");
   EXPECT_EQ(registry.complete_params(vdnn, nlohmann::json::object()), (nlohmann::json{{"lookahead", 1}}));
   EXPECT_EQ(registry.complete_params(vdnn, {{"lookahead", 3}}), (nlohmann::json{{"lookahead", 3}}));

@@ -1,4 +1,5 @@
 #include "memsim/common/error.hpp"
+#include "memsim/traces/generator_registry.hpp"
 #include "memsim/traces/generators.hpp"
 #include "memsim/traces/views.hpp"
 
@@ -10,6 +11,33 @@ namespace memsim {
 namespace {
 
 const Roofline kRoofline{10e12, 1e12, 5e-6, "test-gpu"};
+
+// The registry binds the given parameters to the spec's fields (defaults for the rest) and asks for the roofline
+// of the spec's dtype.
+TEST(GeneratorRegistry, BindsParametersToTheSpec)
+{
+  const GeneratorRegistry& registry = generator_registry();
+  EXPECT_EQ(registry.names(), "cnn, transformer");
+  const GeneratorInfo& cnn = registry.get("cnn");
+  std::string asked_dtype;
+  const Trace trace = cnn.make(registry.complete_params(cnn, {{"depth", 4}, {"batch", 2}, {"image", 16},
+                                                              {"dtype", "fp16"}, {"residual", true}}),
+                               [&](const std::string& dtype) {
+                                 asked_dtype = dtype;
+                                 return kRoofline;
+                               });
+  EXPECT_EQ(asked_dtype, "fp16");
+  CnnSpec spec;
+  spec.depth = 4;
+  spec.batch = 2;
+  spec.image = 16;
+  spec.dtype = "fp16";
+  spec.residual = true;
+  EXPECT_EQ(trace_to_json(trace), trace_to_json(generate_cnn(spec, kRoofline)));
+  EXPECT_EQ(registry.complete_params(registry.get("transformer"), nlohmann::json::object()),
+            (nlohmann::json{{"layers", 12}, {"hidden", 768}, {"heads", 12}, {"seq", 512}, {"batch", 8}, {"vocab", 0},
+                            {"dtype", "fp32"}}));
+}
 
 TEST(GenerateCnn, ValidChainWithConvolutions)
 {

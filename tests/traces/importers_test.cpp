@@ -1,6 +1,7 @@
 // Importers of other tools' traces, on small hand-written fixtures whose answers are worked out in the comments.
 #include "memsim/common/error.hpp"
 #include "memsim/traces/compressed_file.hpp"
+#include "memsim/traces/importer_registry.hpp"
 #include "memsim/traces/importers.hpp"
 #include "memsim/traces/summary.hpp"
 #include "memsim/sim/trace_analysis.hpp"
@@ -17,6 +18,27 @@ namespace memsim {
 namespace {
 
 const std::filesystem::path kData = std::filesystem::path(MEMSIM_TEST_DATA_DIR) / "data";
+
+// The registry's importers call the import functions with the parameters bound (defaults for those not given).
+TEST(ImporterRegistry, BindsParametersAndChecksThem)
+{
+  const ImporterRegistry& registry = importer_registry();
+  EXPECT_EQ(registry.names(), "checkmate, dtr, pytorch-eg");
+  const ImporterInfo& checkmate = registry.get("checkmate");
+  const ImportedTrace by_default = checkmate.make(kData / "small.checkmate.json",
+                                                  registry.complete_params(checkmate, nlohmann::json::object()));
+  EXPECT_EQ(trace_to_json(by_default.trace), trace_to_json(import_checkmate_graph(kData / "small.checkmate.json", 1e-3)));
+  const ImportedTrace doubled = checkmate.make(kData / "small.checkmate.json",
+                                               registry.complete_params(checkmate, {{"seconds_per_cost", 2.0}}));
+  EXPECT_DOUBLE_EQ(doubled.trace.total_time_s(), 14.0);
+  EXPECT_THROW((void)checkmate.make(kData / "small.checkmate.json",
+                                    registry.complete_params(checkmate, {{"seconds_per_cost", 0}})),
+               InputError);
+  EXPECT_THROW((void)registry.complete_params(checkmate, {{"seconds_per_cost", -1}}), InputError);
+  const ImporterInfo& dtr = registry.get("dtr");
+  const ImportedTrace log = dtr.make(kData / "small.dtr.log", registry.complete_params(dtr, nlohmann::json::object()));
+  EXPECT_NE(log.report.find("compute 0.002901 s"), std::string::npos) << log.report;
+}
 
 std::string error_of(const std::function<void()>& action)
 {

@@ -1,4 +1,4 @@
-// memsim plan: run one planner; memsim planners: list them.
+// memsim plan: run one planner (`memsim planners` lists them).
 #include "commands.hpp"
 
 #include "memsim/common/error.hpp"
@@ -46,7 +46,7 @@ void add_plan_command(CLI::App& app, Context&)
   command->add_option("--out", options->out, "where to write the plan")->required();
   command->callback([options] {
     const std::uint64_t budget = parse_budget_option(options->budget);
-    const PlannerInfo& info = PlannerRegistry::instance().get(options->planner);
+    const PlannerInfo& info = planner_registry().get(options->planner);
     Trace trace = load_trace(options->trace);
     Machine machine = load_machine_or_preset(options->machine, default_presets_dir());
     PlanRequest request;
@@ -61,26 +61,6 @@ void add_plan_command(CLI::App& app, Context&)
     if (plan.estimate.iteration_time_s)
       fmt::print(", estimated iteration {}", units::format_duration(*plan.estimate.iteration_time_s));
     fmt::print("\n");
-  });
-}
-
-void add_planners_command(CLI::App& app, Context&)
-{
-  CLI::App* command = app.add_subcommand("planners", "List the planners, their parameters, defaults and ranges");
-  command->callback([] {
-    for (const PlannerInfo* info : PlannerRegistry::instance().all()) {
-      fmt::print("{}\n    {}\n", info->name, info->description);
-      for (const ParamSpec& spec : info->params) {
-        std::string range;
-        if (spec.min || spec.max)
-          range = fmt::format(" in [{}, {}]", spec.min ? fmt::format("{}", *spec.min) : "-inf",
-                              spec.max ? fmt::format("{}", *spec.max) : "inf");
-        if (!spec.choices.empty())
-          range = fmt::format(" one of {}", fmt::join(spec.choices, ", "));
-        fmt::print("    --param {}=<{}>  default {}{}: {}\n", spec.name, to_string(spec.type),
-                   spec.default_value.dump(), range, spec.description);
-      }
-    }
   });
 }
 

@@ -15,7 +15,8 @@ struct Context {
 
 void add_simulate_command(CLI::App& app, Context& context);
 void add_plan_command(CLI::App& app, Context& context);
-void add_planners_command(CLI::App& app, Context& context);
+// memsim planners | policies | generators | importers: the registered components and their parameters.
+void add_list_commands(CLI::App& app, Context& context);
 void add_gen_command(CLI::App& app, Context& context);
 void add_run_command(CLI::App& app, Context& context);
 void add_worker_command(CLI::App& app, Context& context); // hidden: one sweep cell

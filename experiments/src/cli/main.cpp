@@ -19,7 +19,7 @@ int main(int argc, char** argv)
   app.set_version_flag("--version", "memsim 0.1.0");
   memsim::cli::add_simulate_command(app, context);
   memsim::cli::add_plan_command(app, context);
-  memsim::cli::add_planners_command(app, context);
+  memsim::cli::add_list_commands(app, context);
   memsim::cli::add_gen_command(app, context);
   memsim::cli::add_run_command(app, context);
   memsim::cli::add_worker_command(app, context);

@@ -412,17 +412,17 @@ Plan emit_plan(const TraceAnalysis& analysis, const TraceChain& chain, const Exp
   return plan;
 }
 
-std::vector<ParamSpec> chain_params()
+ParamList<ChainOptions> chain_params()
 {
-  return {ParamSpec{"levels", ParamType::integer, "memory discretization: number of levels N of the budget", 50, 2.0,
-                    1000.0, {}}};
+  return {param("levels", &ChainOptions::levels, "memory discretization: number of levels N of the budget",
+                {.min = 2, .max = 1000})};
 }
 
-Plan plan_chain(ChainAlgorithm algorithm, const Trace& trace, const Machine& machine, const PlanRequest& request)
+Plan plan_chain(ChainAlgorithm algorithm, const Trace& trace, const Machine& machine, const PlanRequest& request,
+                const ChainOptions& options)
 {
-  const int levels = static_cast<int>(request.params.value("levels", std::int64_t{50}));
   const TraceAnalysis analysis(trace);
-  const TraceChain chain = make_trace_chain(analysis, machine, request.budget_bytes, levels);
+  const TraceChain chain = make_trace_chain(analysis, machine, request.budget_bytes, options.levels);
   const Problem& problem = chain.problem;
   const RotorTable rotor(problem);
   BlockSchedule schedule;
@@ -469,8 +469,14 @@ Plan plan_chain(ChainAlgorithm algorithm, const Trace& trace, const Machine& mac
 }
 
 namespace {
-Plan plan_rotor(const Trace& t, const Machine& m, const PlanRequest& r) { return plan_chain(ChainAlgorithm::rotor, t, m, r); }
-Plan plan_pofo(const Trace& t, const Machine& m, const PlanRequest& r) { return plan_chain(ChainAlgorithm::pofo, t, m, r); }
+Plan plan_rotor(const Trace& t, const Machine& m, const PlanRequest& r, const ChainOptions& o)
+{
+  return plan_chain(ChainAlgorithm::rotor, t, m, r, o);
+}
+Plan plan_pofo(const Trace& t, const Machine& m, const PlanRequest& r, const ChainOptions& o)
+{
+  return plan_chain(ChainAlgorithm::pofo, t, m, r, o);
+}
 } // namespace
 
 MEMSIM_REGISTER_PLANNER(rotor, "rotor",

@@ -33,8 +33,12 @@ Plan emit_plan(const TraceAnalysis& analysis, const TraceChain& chain, const Exp
 // The common body of the chain planners: discretize, solve, emit; Infeasible with the minimum memory when no
 // schedule fits.
 enum class ChainAlgorithm { rotor, offload_dp, pofo, autocapper, opportunist };
-Plan plan_chain(ChainAlgorithm algorithm, const Trace& trace, const Machine& machine, const PlanRequest& request);
+struct ChainOptions {
+  int levels = 50; // memory discretization
+};
+Plan plan_chain(ChainAlgorithm algorithm, const Trace& trace, const Machine& machine, const PlanRequest& request,
+                const ChainOptions& options);
 
-std::vector<ParamSpec> chain_params();
+ParamList<ChainOptions> chain_params();
 
 } // namespace memsim::chain

@@ -7,13 +7,13 @@
 
 namespace memsim::chain {
 namespace {
-Plan plan_autocapper(const Trace& t, const Machine& m, const PlanRequest& r)
+Plan plan_autocapper(const Trace& t, const Machine& m, const PlanRequest& r, const ChainOptions& o)
 {
-  return plan_chain(ChainAlgorithm::autocapper, t, m, r);
+  return plan_chain(ChainAlgorithm::autocapper, t, m, r, o);
 }
-Plan plan_opportunist(const Trace& t, const Machine& m, const PlanRequest& r)
+Plan plan_opportunist(const Trace& t, const Machine& m, const PlanRequest& r, const ChainOptions& o)
 {
-  return plan_chain(ChainAlgorithm::opportunist, t, m, r);
+  return plan_chain(ChainAlgorithm::opportunist, t, m, r, o);
 }
 } // namespace
 

@@ -5,9 +5,9 @@
 
 namespace memsim::chain {
 namespace {
-Plan plan_offload_dp(const Trace& t, const Machine& m, const PlanRequest& r)
+Plan plan_offload_dp(const Trace& t, const Machine& m, const PlanRequest& r, const ChainOptions& o)
 {
-  return plan_chain(ChainAlgorithm::offload_dp, t, m, r);
+  return plan_chain(ChainAlgorithm::offload_dp, t, m, r, o);
 }
 } // namespace
 

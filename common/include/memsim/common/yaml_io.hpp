@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace memsim::yaml_io {
 
@@ -32,6 +33,7 @@ public:
   bool is_map() const { return value_.IsMap(); }
   bool is_scalar() const { return value_.IsScalar(); }
   void only_keys(std::initializer_list<std::string_view> allowed) const;
+  void only_keys(const std::vector<std::string>& allowed) const; // keys known at run time
   void expect_map() const;
   // Map entries in document order as (key, value) pairs.
   std::vector<std::pair<std::string, Node>> entries() const;

@@ -1,0 +1,69 @@
+// memsim planners | policies | generators | importers: every registered component with its description and its
+// typed parameters (default, range or choices), read from the one registry of each kind.
+#include "commands.hpp"
+
+#include "memsim/common/policy_registry.hpp"
+#include "memsim/planners/planner.hpp"
+#include "memsim/traces/generator_registry.hpp"
+#include "memsim/traces/importer_registry.hpp"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace memsim::cli {
+namespace {
+
+// Planners and policies take `--param name=value`; generators and importers one option per parameter, and
+// generators also appear in experiment files, keyed by the parameter's name.
+enum class ParamSyntax { assignment, option, option_and_key };
+
+std::string usage(const ParamSpec& spec, ParamSyntax syntax)
+{
+  if (syntax == ParamSyntax::assignment)
+    return fmt::format("--param {}=<{}>", spec.name, to_string(spec.type));
+  std::string text = fmt::format("{} <{}>", command_line_flag(spec), to_string(spec.type));
+  if (syntax == ParamSyntax::option_and_key && !spec.flag.empty())
+    text += fmt::format(" ({} in experiment files)", spec.name);
+  return text;
+}
+
+template <class Entry>
+void print_components(const Registry<Entry>& registry, std::string_view plural, ParamSyntax syntax)
+{
+  const auto entries = registry.all();
+  if (entries.empty()) {
+    fmt::print("no {} registered\n", plural);
+    return;
+  }
+  for (const Entry* entry : entries) {
+    fmt::print("{}\n    {}\n", entry->name, entry->description);
+    for (const ParamSpec& spec : entry->params)
+      fmt::print("    {}  default {}{}: {}\n", usage(spec, syntax), spec.default_value.dump(), describe_range(spec),
+                 spec.description);
+  }
+}
+
+template <class Entry>
+void add_list_command(CLI::App& app, const char* name, const char* description, const Registry<Entry>& registry,
+                      ParamSyntax syntax)
+{
+  CLI::App* command = app.add_subcommand(name, description);
+  command->callback([&registry, name, syntax] { print_components(registry, name, syntax); });
+}
+
+} // namespace
+
+void add_list_commands(CLI::App& app, Context&)
+{
+  add_list_command(app, "planners", "List the planners, their parameters, defaults and ranges", planner_registry(),
+                   ParamSyntax::assignment);
+  add_list_command(app, "policies", "List the memory policies, their parameters, defaults and ranges",
+                   policy_registry(), ParamSyntax::assignment);
+  add_list_command(app, "generators", "List the trace generators (memsim gen), their parameters and ranges",
+                   generator_registry(), ParamSyntax::option_and_key);
+  add_list_command(app, "importers", "List the trace importers (memsim import), their parameters and ranges",
+                   importer_registry(), ParamSyntax::option);
+}
+
+} // namespace memsim::cli
