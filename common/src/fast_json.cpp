@@ -3,6 +3,7 @@
 #include "json_syntax_error.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/common/files.hpp"
 
 #include <fmt/format.h>
 
@@ -62,15 +63,35 @@ nlohmann::json to_nlohmann(dom::element value)
 
 } // namespace
 
-Document::Document(std::string_view text, std::string source_name, std::string base_path)
-    : source_(std::move(source_name)), base_path_(std::move(base_path))
+static_assert(kReadSlack >= simdjson::SIMDJSON_PADDING);
+
+namespace {
+// simdjson's buffers are several times the text's size and every fresh page costs a fault: a finished Document
+// leaves its parser to the next one on the thread (a trace, then its plan). Documents alive at once have their own.
+thread_local std::unique_ptr<dom::parser> spare_parser;
+} // namespace
+
+Document::Document(const std::string& text, std::string source_name, std::string base_path)
+    : parser_(spare_parser ? std::move(spare_parser) : std::make_unique<dom::parser>()),
+      source_(std::move(source_name)), base_path_(std::move(base_path))
 {
-  std::string_view body = text;
-  if (body.starts_with("\xEF\xBB\xBF")) // nlohmann skips a UTF-8 byte order mark; so do we
-    body.remove_prefix(3);
-  // realloc_if_needed: simdjson copies the text into a padded buffer it owns.
-  if (auto error = parser_.parse(body.data(), body.size(), true).get(root_))
-    detail::throw_syntax_error(text, source_, simdjson::error_message(error), parser_.max_depth());
+  // Room for a somewhat larger next document; pages never touched cost nothing.
+  if (parser_->capacity() < text.size()) {
+    const std::size_t capacity = std::min(text.size() + text.size() / 2, parser_->max_capacity());
+    if (parser_->allocate(std::max(capacity, text.size())))
+      parser_ = std::make_unique<dom::parser>(); // let parse() report the failure
+  }
+  // simdjson copies the text into a padded buffer unless the string's spare capacity is enough padding.
+  const bool has_bom = std::string_view(text).starts_with("\xEF\xBB\xBF"); // nlohmann skips a byte order mark
+  auto parsed = has_bom ? parser_->parse(text.data() + 3, text.size() - 3, true) : parser_->parse(text);
+  if (auto error = parsed.get(root_))
+    detail::throw_syntax_error(text, source_, simdjson::error_message(error), parser_->max_depth());
+}
+
+Document::~Document()
+{
+  if (!spare_parser)
+    spare_parser = std::move(parser_);
 }
 
 Node Document::root() const { return Node(root_, this); }
@@ -124,18 +145,25 @@ const char* Node::type_name() const
   }
 }
 
-std::optional<Node> Node::find(const char* key) const
+std::optional<dom::element> Node::lookup(std::string_view key) const
 {
   if (!value_.is_object())
     return std::nullopt;
-  const std::string_view name(key);
   for (const dom::key_value_pair field : object_of(value_))
-    if (field.key == name)
-      return child(field.value, Segment{name, 0});
+    if (field.key == key)
+      return field.value;
   return std::nullopt;
 }
 
-bool Node::has(const char* key) const { return find(key).has_value(); }
+std::optional<Node> Node::find(const char* key) const
+{
+  const std::string_view name(key);
+  if (auto found = lookup(name))
+    return child(*found, Segment{name, 0});
+  return std::nullopt;
+}
+
+bool Node::has(const char* key) const { return lookup(key).has_value(); }
 
 Node Node::at(const char* key) const
 {
@@ -154,13 +182,15 @@ std::size_t Node::size() const
   const std::size_t count = array.size();
   if (count < simdjson::internal::JSON_COUNT_MASK)
     return count;
-  // The tape saturates the count of very long arrays; count them.
-  return static_cast<std::size_t>(std::distance(array.begin(), array.end()));
+  // The tape saturates the count of very long arrays: count them, once per Node.
+  if (!counted_size_)
+    counted_size_ = static_cast<std::size_t>(std::distance(array.begin(), array.end()));
+  return *counted_size_;
 }
 
 Node Node::item(std::size_t index) const
 {
-  if (!value_.is_array() || index >= size())
+  if (!value_.is_array())
     fail(fmt::format("no element {}", index));
   const dom::array array = array_of(value_);
   if (!has_cursor_ || cursor_index_ > index) {
@@ -168,8 +198,11 @@ Node Node::item(std::size_t index) const
     cursor_index_ = 0;
     has_cursor_ = true;
   }
-  for (; cursor_index_ < index; ++cursor_index_)
+  const dom::array::iterator end = array.end();
+  for (; cursor_index_ < index && cursor_ != end; ++cursor_index_)
     ++cursor_;
+  if (cursor_ == end)
+    fail(fmt::format("no element {}", index));
   return child(*cursor_, Segment{{}, index});
 }
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,8 +21,10 @@ class Node;
 class Document {
 public:
   // A syntax error becomes InputError("source: byte N", "invalid JSON: ..."). `base_path` prefixes every path
-  // (a document that is an element of a larger one).
-  Document(std::string_view text, std::string source_name, std::string base_path = "");
+  // (a document that is an element of a larger one). Text with kReadSlack spare capacity (read_text_file) is
+  // parsed in place; other text is copied once.
+  Document(const std::string& text, std::string source_name, std::string base_path = "");
+  ~Document();
   Document(const Document&) = delete;
   Document& operator=(const Document&) = delete;
 
@@ -29,7 +32,7 @@ public:
 
 private:
   friend class Node;
-  simdjson::dom::parser parser_;
+  std::unique_ptr<simdjson::dom::parser> parser_;
   simdjson::dom::element root_;
   std::string source_;
   std::string base_path_;
@@ -82,6 +85,7 @@ private:
 
   Node(simdjson::dom::element value, const Document* document) : value_(value), document_(document) {}
   Node child(simdjson::dom::element value, Segment segment) const;
+  std::optional<simdjson::dom::element> lookup(std::string_view key) const;
   const char* type_name() const;
 
   simdjson::dom::element value_;
@@ -94,6 +98,7 @@ private:
   mutable simdjson::dom::array::iterator cursor_{};
   mutable std::size_t cursor_index_ = 0;
   mutable bool has_cursor_ = false;
+  mutable std::optional<std::size_t> counted_size_;
 };
 
 } // namespace memsim::fast_json
