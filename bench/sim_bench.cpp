@@ -223,12 +223,17 @@ int main(int argc, char** argv)
     const nlohmann::json end_to_end = nlohmann::json::parse(in_child([&] {
       const auto start = std::chrono::steady_clock::now();
       const Trace loaded = load_trace(trace_file);
+      const double parse_trace_s = seconds_since(start);
+      const auto plan_start = std::chrono::steady_clock::now();
       const Plan loaded_plan = load_plan(plan_file);
+      const double parse_plan_s = seconds_since(plan_start);
       const double parse_s = seconds_since(start);
       const auto simulate_start = std::chrono::steady_clock::now();
       const RunResult result = simulate(loaded, machine, loaded_plan, SimOptions{false});
       const double simulate_s = seconds_since(simulate_start);
       return nlohmann::json{{"parse_s", parse_s},
+                            {"parse_trace_s", parse_trace_s},
+                            {"parse_plan_s", parse_plan_s},
                             {"simulate_s", simulate_s},
                             {"feasible", result.metrics.feasible},
                             {"steps_executed", result.metrics.steps_executed},
@@ -259,9 +264,10 @@ int main(int argc, char** argv)
       fmt::print("{}\n", report.dump());
     } else {
       fmt::print("chain of {} layers: {} plan steps, {} SimGrid activities\n", layers, steps, activities);
-      fmt::print("end to end: parse {:.3f} s + simulate {:.3f} s = {:.3f} s -> {:.0f} steps/s (simulated iteration "
-                 "{})\n",
-                 end_to_end["parse_s"].get<double>(), end_to_end["simulate_s"].get<double>(), total_s,
+      fmt::print("end to end: parse {:.3f} s (trace {:.3f} s, plan {:.3f} s) + simulate {:.3f} s = {:.3f} s -> {:.0f} "
+                 "steps/s (simulated iteration {})\n",
+                 end_to_end["parse_s"].get<double>(), end_to_end["parse_trace_s"].get<double>(),
+                 end_to_end["parse_plan_s"].get<double>(), end_to_end["simulate_s"].get<double>(), total_s,
                  report["steps_per_s"].get<double>(),
                  units::format_duration(end_to_end["simulated_iteration_s"].get<double>()));
       fmt::print("raw SimGrid: {} activities in {:.3f} s -> {:.0f} activities/s\n", activities, raw_s,

@@ -1,6 +1,8 @@
 #include "memsim/planners/plan.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/common/fast_json.hpp"
+#include "memsim/common/files.hpp"
 #include "memsim/common/json_io.hpp"
 
 #include <fmt/format.h>
@@ -28,7 +30,7 @@ std::string step_kind_names()
   return names;
 }
 
-Step read_step(const json_io::Node& node, std::size_t index)
+Step read_step(const fast_json::Node& node, std::size_t index)
 {
   node.only_keys({"id", "kind", "device", "stream", "op", "tensor", "instance", "deps", "peer"});
   Step step;
@@ -97,9 +99,10 @@ std::optional<StepKind> step_kind_from_string(std::string_view text)
   return std::nullopt;
 }
 
-Plan plan_from_json(const nlohmann::json& document, const std::string& source_name)
+Plan plan_from_text(const std::string& text, const std::string& source_name)
 {
-  json_io::Node root(document, source_name);
+  const fast_json::Document document(text, source_name);
+  const fast_json::Node root = document.root();
   root.expect_format("memsim-plan", 1);
   root.only_keys({"format", "version", "trace", "machine", "planner", "params", "budget_bytes", "steps", "estimate",
                   "extra_ops", "extra_tensors", "notes"});
@@ -109,7 +112,7 @@ Plan plan_from_json(const nlohmann::json& document, const std::string& source_na
   plan.planner = root.get_string("planner", "");
   if (root.has("params")) {
     root.at("params").expect_object();
-    plan.params = root.at("params").value();
+    plan.params = root.at("params").to_json();
   }
   plan.budget_bytes = root.get_uint("budget_bytes", 0);
   if (root.has("estimate")) {
@@ -128,7 +131,7 @@ Plan plan_from_json(const nlohmann::json& document, const std::string& source_na
       auto element = extra.item(i);
       element.expect_object();
       TensorId id = element.at("id").as_int();
-      plan.extra_tensors.push_back(tensor_from_json(element.value(), source_name, element.path(), id));
+      plan.extra_tensors.push_back(tensor_from_node(element, id));
     }
   }
   if (root.has("extra_ops")) {
@@ -137,7 +140,7 @@ Plan plan_from_json(const nlohmann::json& document, const std::string& source_na
       auto element = extra.item(i);
       element.expect_object();
       OpId id = element.at("id").as_int();
-      plan.extra_ops.push_back(op_from_json(element.value(), source_name, element.path(), id));
+      plan.extra_ops.push_back(op_from_node(element, id));
     }
   }
   auto steps = root.at("steps");
@@ -145,6 +148,11 @@ Plan plan_from_json(const nlohmann::json& document, const std::string& source_na
   for (std::size_t i = 0; i < steps.size(); ++i)
     plan.steps.push_back(read_step(steps.item(i), i));
   return plan;
+}
+
+Plan plan_from_json(const nlohmann::json& document, const std::string& source_name)
+{
+  return plan_from_text(document.dump(), source_name);
 }
 
 nlohmann::json plan_to_json(const Plan& plan)
@@ -193,7 +201,7 @@ nlohmann::json plan_to_json(const Plan& plan)
   return document;
 }
 
-Plan load_plan(const std::filesystem::path& path) { return plan_from_json(json_io::read_file(path), path.string()); }
+Plan load_plan(const std::filesystem::path& path) { return plan_from_text(read_text_file(path), path.string()); }
 
 void save_plan(const Plan& plan, const std::filesystem::path& path) { json_io::write_file(path, plan_to_json(plan)); }
 

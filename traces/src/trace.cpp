@@ -3,7 +3,7 @@
 #include "memsim/traces/compressed_file.hpp"
 
 #include "memsim/common/error.hpp"
-#include "memsim/common/json_io.hpp"
+#include "memsim/common/fast_json.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -81,7 +81,7 @@ double Trace::total_time_s() const
 
 namespace {
 
-std::vector<std::int64_t> read_id_list(const json_io::Node& node)
+std::vector<std::int64_t> read_id_list(const fast_json::Node& node)
 {
   std::vector<std::int64_t> ids;
   std::size_t count = node.size();
@@ -91,7 +91,7 @@ std::vector<std::int64_t> read_id_list(const json_io::Node& node)
   return ids;
 }
 
-Tensor read_tensor(const json_io::Node& node, std::int64_t index)
+Tensor read_tensor(const fast_json::Node& node, std::int64_t index)
 {
   node.only_keys({"id", "name", "bytes", "kind", "free_after"});
   Tensor tensor;
@@ -110,7 +110,7 @@ Tensor read_tensor(const json_io::Node& node, std::int64_t index)
   return tensor;
 }
 
-Op read_op(const json_io::Node& node, std::int64_t index)
+Op read_op(const fast_json::Node& node, std::int64_t index)
 {
   node.only_keys({"id", "name", "type", "phase", "layer", "inputs", "outputs", "workspace_bytes", "time_s", "flops",
                   "bytes_accessed", "split"});
@@ -194,9 +194,10 @@ void check_trace(const Trace& trace, Where where)
 
 } // namespace
 
-Trace trace_from_json(const nlohmann::json& document, const std::string& source_name)
+Trace trace_from_text(const std::string& text, const std::string& source_name)
 {
-  json_io::Node root(document, source_name);
+  const fast_json::Document document(text, source_name);
+  const fast_json::Node root = document.root();
   root.expect_format("memsim-trace", 1);
   root.only_keys({"format", "version", "name", "source", "tensors", "ops", "notes"});
   Trace trace;
@@ -222,6 +223,11 @@ Trace trace_from_json(const nlohmann::json& document, const std::string& source_
     trace.ops.push_back(read_op(ops.item(i), static_cast<std::int64_t>(i)));
   check_trace(trace, [&](const std::string& path) { return fmt::format("{}: at {}", source_name, path); });
   return trace;
+}
+
+Trace trace_from_json(const nlohmann::json& document, const std::string& source_name)
+{
+  return trace_from_text(document.dump(), source_name);
 }
 
 void validate_trace(const Trace& trace, const std::string& source_name)
@@ -264,15 +270,21 @@ nlohmann::json op_to_json(const Op& op)
   return entry;
 }
 
+Tensor tensor_from_node(const fast_json::Node& node, TensorId expected_id) { return read_tensor(node, expected_id); }
+
+Op op_from_node(const fast_json::Node& node, OpId expected_id) { return read_op(node, expected_id); }
+
 Tensor tensor_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path,
                         TensorId expected_id)
 {
-  return read_tensor(json_io::Node(value, source_name, path), expected_id);
+  const fast_json::Document document(value.dump(), source_name, path);
+  return read_tensor(document.root(), expected_id);
 }
 
 Op op_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path, OpId expected_id)
 {
-  return read_op(json_io::Node(value, source_name, path), expected_id);
+  const fast_json::Document document(value.dump(), source_name, path);
+  return read_op(document.root(), expected_id);
 }
 
 nlohmann::json trace_to_json(const Trace& trace)
@@ -297,7 +309,7 @@ nlohmann::json trace_to_json(const Trace& trace)
 Trace load_trace(const std::filesystem::path& path)
 {
   // `.json.gz` traces (the shipped recordings) are decompressed first; parse errors still name the byte.
-  return trace_from_json(json_io::parse_text(read_possibly_gzipped(path), path.string()), path.string());
+  return trace_from_text(read_possibly_gzipped(path), path.string());
 }
 
 void save_trace(const Trace& trace, const std::filesystem::path& path)

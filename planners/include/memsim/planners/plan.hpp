@@ -1,6 +1,6 @@
 #pragma once
 // The Plan document (`memsim-plan`, JSON): a CUDA-stream program over a Trace.
-// This header and plan.cpp form the target memsim_plan, which needs only traces + nlohmann-json so the
+// This header and plan.cpp form the target memsim_plan, which needs only traces, nlohmann-json and simdjson so the
 // CUDA runtime can read plans without SimGrid or yaml-cpp.
 #include "memsim/traces/trace.hpp"
 
@@ -55,6 +55,8 @@ struct Plan {
 };
 
 Plan load_plan(const std::filesystem::path& path);
+// Parses JSON text (simdjson); syntax errors name the byte offset. The fast path of load_plan.
+Plan plan_from_text(const std::string& text, const std::string& source_name);
 Plan plan_from_json(const nlohmann::json& document, const std::string& source_name);
 nlohmann::json plan_to_json(const Plan& plan);
 void save_plan(const Plan& plan, const std::filesystem::path& path);

@@ -11,6 +11,10 @@
 
 namespace memsim {
 
+namespace fast_json {
+class Node;
+}
+
 using TensorId = std::int64_t;
 using OpId = std::int64_t;
 
@@ -74,6 +78,8 @@ struct Trace {
 // Loading validates everything: dense ids, references, kinds, phases, a tensor produced at most once and
 // never read before it is produced (unless initially resident). Errors are InputError with the JSON path.
 Trace load_trace(const std::filesystem::path& path);
+// Parses JSON text (simdjson); syntax errors name the byte offset. The fast path of load_trace.
+Trace trace_from_text(const std::string& text, const std::string& source_name);
 Trace trace_from_json(const nlohmann::json& document, const std::string& source_name);
 nlohmann::json trace_to_json(const Trace& trace);
 void save_trace(const Trace& trace, const std::filesystem::path& path);
@@ -84,6 +90,9 @@ Tensor tensor_from_json(const nlohmann::json& value, const std::string& source_n
                         TensorId expected_id);
 Op op_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path,
                 OpId expected_id);
+// The same from a node of a parsed document (its path is the node's).
+Tensor tensor_from_node(const fast_json::Node& node, TensorId expected_id);
+Op op_from_node(const fast_json::Node& node, OpId expected_id);
 nlohmann::json tensor_to_json(const Tensor& tensor);
 nlohmann::json op_to_json(const Op& op);
 

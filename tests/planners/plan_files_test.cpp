@@ -1,0 +1,198 @@
+// Trace and plan files through the simdjson loaders: every field round-trips, and bad documents give the
+// located messages (byte offset for syntax, JSON path for schema) the nlohmann loaders gave.
+#include "memsim/common/error.hpp"
+#include "memsim/planners/plan.hpp"
+#include "memsim/traces/trace.hpp"
+
+#include "test_files.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <limits>
+
+namespace memsim {
+namespace {
+
+Trace full_trace()
+{
+  Trace trace;
+  trace.name = "every-field";
+  trace.source = {"hand", "GPU-A", "bf16", 8, "2026-11-23"};
+  trace.tensors = {{0, "w", std::numeric_limits<std::uint64_t>::max(), TensorKind::weight, std::nullopt},
+                   {1, "a", 4000, TensorKind::activation, 1},
+                   {2, "g \"quoted\" \u00e9", 500, TensorKind::gradient, std::nullopt}};
+  Op forward;
+  forward.id = 0;
+  forward.name = "matmul";
+  forward.type = "gemm";
+  forward.phase = Phase::forward;
+  forward.layer = 3;
+  forward.inputs = {0};
+  forward.outputs = {1};
+  forward.workspace_bytes = 100;
+  forward.time_s = 0.1 + 0.2; // not exactly representable in short decimal
+  forward.flops = 1e12;
+  forward.bytes_accessed = 1.5e9;
+  forward.split = {"a", "b"};
+  Op backward;
+  backward.id = 1;
+  backward.name = "relu_backward";
+  backward.phase = Phase::backward;
+  backward.inputs = {1, 0};
+  backward.outputs = {2};
+  backward.time_s = 3e-300;
+  trace.ops = {forward, backward};
+  return trace;
+}
+
+Plan full_plan(const Trace& trace)
+{
+  Plan plan;
+  plan.trace = trace.name;
+  plan.machine = "m";
+  plan.planner = "hand";
+  plan.params = {{"lookahead", 2}, {"ratio", 0.5}, {"names", {"x", "y"}}, {"nested", {{"deep", nullptr}}}};
+  plan.budget_bytes = std::numeric_limits<std::uint64_t>::max();
+  plan.estimate.iteration_time_s = 0.25;
+  plan.estimate.peak_bytes = 123456789012345ull;
+  Op extra;
+  extra.id = 2;
+  extra.name = "extra";
+  extra.phase = Phase::backward;
+  extra.inputs = {1};
+  extra.outputs = {3};
+  extra.time_s = 1e-3;
+  plan.extra_ops = {extra};
+  plan.extra_tensors = {{3, "e", 10, TensorKind::other, std::nullopt}};
+  PlanBuilder build(plan);
+  const StepId f = build.compute(0);
+  const StepId o = build.offload(1, {f});
+  const StepId p = build.prefetch(1, {o}, 0, 1);
+  build.compute(1, {p});
+  build.free(1);
+  return plan;
+}
+
+std::string load_error(const std::function<void()>& load)
+{
+  try {
+    load();
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(TraceFiles, EveryFieldRoundTrips)
+{
+  test::ScratchDir dir;
+  const Trace trace = full_trace();
+  save_trace(trace, dir / "t.trace.json");
+  save_trace(trace, dir / "t.trace.json.gz");
+  EXPECT_EQ(trace_to_json(load_trace(dir / "t.trace.json")), trace_to_json(trace));
+  EXPECT_EQ(trace_to_json(load_trace(dir / "t.trace.json.gz")), trace_to_json(trace));
+  const Trace loaded = load_trace(dir / "t.trace.json");
+  EXPECT_EQ(loaded.tensors[0].bytes, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(loaded.ops[0].time_s, 0.1 + 0.2);
+  EXPECT_EQ(loaded.ops[1].time_s, 3e-300);
+  EXPECT_EQ(loaded.tensors[2].name, "g \"quoted\" \u00e9");
+  EXPECT_EQ(trace_to_json(trace_from_json(trace_to_json(trace), "t.json")), trace_to_json(trace));
+}
+
+TEST(PlanFiles, EveryFieldRoundTrips)
+{
+  test::ScratchDir dir;
+  const Plan plan = full_plan(full_trace());
+  save_plan(plan, dir / "p.plan.json");
+  const Plan loaded = load_plan(dir / "p.plan.json");
+  EXPECT_EQ(plan_to_json(loaded), plan_to_json(plan));
+  EXPECT_EQ(loaded.params["lookahead"].get<int>(), 2);
+  EXPECT_TRUE(loaded.params["lookahead"].is_number_unsigned()); // as nlohmann reads it
+  EXPECT_EQ(loaded.budget_bytes, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(plan_to_json(plan_from_json(plan_to_json(plan), "p.json")), plan_to_json(plan));
+}
+
+// A trace document with one field replaced.
+std::string trace_text(const std::function<void(nlohmann::json&)>& edit)
+{
+  nlohmann::json document = trace_to_json(full_trace());
+  edit(document);
+  return document.dump(1);
+}
+
+TEST(TraceFiles, LocatedMessages)
+{
+  auto error_of = [](const std::string& text) { return load_error([&] { (void)trace_from_text(text, "t.json"); }); };
+  EXPECT_EQ(error_of(trace_text([](auto& d) { d["ops"][1]["inputs"][1] = "w"; })),
+            "t.json: at /ops/1/inputs/1: expected an integer, found \"w\"");
+  EXPECT_EQ(error_of(trace_text([](auto& d) { d["ops"][1]["tim_s"] = 1; })),
+            "t.json: at /ops/1/tim_s: unknown key 'tim_s' (valid keys: id, name, type, phase, layer, inputs, outputs, "
+            "workspace_bytes, time_s, flops, bytes_accessed, split)");
+  EXPECT_EQ(error_of(trace_text([](auto& d) { d["tensors"][1]["bytes"] = -1; })),
+            "t.json: at /tensors/1/bytes: expected a non-negative integer, found -1");
+  EXPECT_EQ(error_of(trace_text([](auto& d) { d["tensors"][1].erase("bytes"); })),
+            "t.json: at /tensors/1: missing required key 'bytes'");
+  EXPECT_EQ(error_of(trace_text([](auto& d) { d["ops"] = nlohmann::json::object(); })),
+            "t.json: at /ops: expected an array, found object");
+  EXPECT_EQ(error_of("[]"), "t.json: at /: expected an object, found array");
+  // Counts written as 1e6 read as integers, as before.
+  const Trace scientific = trace_from_text(trace_text([](auto& d) { d["tensors"][1]["bytes"] = 1e6; }), "t.json");
+  EXPECT_EQ(scientific.tensors[1].bytes, 1000000u);
+  // A repeated key is refused (nlohmann silently kept the last one).
+  std::string repeated = trace_text([](auto&) {});
+  repeated.replace(repeated.find("\"name\": \"every-field\""), 1, "\"name\": \"x\", \"");
+  EXPECT_EQ(error_of(repeated), "t.json: at /name: duplicate key 'name'");
+}
+
+TEST(TraceFiles, SyntaxErrorsNameTheByte)
+{
+  test::ScratchDir dir;
+  std::string text = trace_to_json(full_trace()).dump();
+  const std::size_t cut = text.find("\"ops\"");
+  test::write_file(dir / "cut.trace.json", text.substr(0, cut));
+  // The end of input counts as one byte past the text, as json_io reported it.
+  EXPECT_EQ(load_error([&] { (void)load_trace(dir / "cut.trace.json"); })
+                .rfind((dir / "cut.trace.json").string() + ": byte " + std::to_string(cut + 1) + ": invalid JSON: ", 0),
+            0u);
+  // Bytes beyond 64 bits: where the number starts.
+  const std::string huge = R"({"format": "memsim-trace", "version": 1, "tensors": [{"bytes": 18446744073709551616}]})";
+  EXPECT_EQ(load_error([&] { (void)trace_from_text(huge, "t.json"); }),
+            "t.json: byte 64: invalid JSON: integer 18446744073709551616 does not fit in 64 bits");
+  // Deep nesting inside a document: located, no crash.
+  std::string deep = trace_text([](auto& d) { d["notes"] = "@"; });
+  deep.replace(deep.find("\"@\""), 3, std::string(5000, '[') + std::string(5000, ']'));
+  const std::string message = load_error([&] { (void)trace_from_text(deep, "t.json"); });
+  EXPECT_NE(message.find("t.json: byte "), std::string::npos) << message;
+  EXPECT_NE(message.find("nesting deeper than 1024 levels"), std::string::npos) << message;
+}
+
+TEST(PlanFiles, LocatedMessagesInStepsAndExtras)
+{
+  const nlohmann::json good = plan_to_json(full_plan(full_trace()));
+  auto error_of = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json document = good;
+    edit(document);
+    return load_error([&] { (void)plan_from_text(document.dump(), "p.json"); });
+  };
+  EXPECT_EQ(error_of([](auto& d) { d["steps"][3]["deps"][0] = 7; }),
+            "p.json: at /steps/3/deps/0: dep 7 must name an earlier step (0..2)");
+  EXPECT_EQ(error_of([](auto& d) { d["steps"][1]["kind"] = "swap"; }),
+            "p.json: at /steps/1/kind: unknown step kind 'swap' (valid: compute, recompute, offload, prefetch, free, "
+            "send, recv)");
+  EXPECT_EQ(error_of([](auto& d) { d["extra_ops"][0]["inputs"][0] = 1.5; }),
+            "p.json: at /extra_ops/0/inputs/0: expected an integer, found 1.5");
+  EXPECT_EQ(error_of([](auto& d) { d["extra_tensors"][0]["kind"] = "nope"; }),
+            "p.json: at /extra_tensors/0/kind: unknown tensor kind 'nope' (valid: input, weight, activation, gradient, "
+            "weight_grad, optimizer_state, other)");
+  EXPECT_EQ(error_of([](auto& d) { d["params"] = 3; }), "p.json: at /params: expected an object, found number");
+  EXPECT_EQ(error_of([](auto& d) { d["budget_bytes"] = 9223372036854775807.0 * 4; }),
+            "p.json: at /budget_bytes: expected an integer, found 3.6893488147419103e+19");
+  // tensor_from_json / op_from_json keep the caller's path.
+  EXPECT_EQ(load_error([] { (void)tensor_from_json({{"id", 0}}, "x.json", "/list/4", 0); }),
+            "x.json: at /list/4: missing required key 'bytes'");
+}
+
+} // namespace
+} // namespace memsim
