@@ -308,7 +308,7 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
   yaml_io::Node root(yaml_io::read_file(path), path.string());
   root.expect_format("memsim-experiment", 1);
   root.only_keys({"format", "version", "name", "description", "workloads", "machine", "planners", "sweep",
-                  "outputs", "parallelism"});
+                  "outputs", "parallelism", "engine", "allocator"});
   Experiment experiment;
   experiment.source = path;
   experiment.name = root.at("name").as_string();
@@ -370,6 +370,20 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
       }
     }
   }
+  if (root.has("engine")) {
+    const std::string text = root.at("engine").as_string();
+    const auto engine = engine_kind_from_string(text);
+    if (!engine)
+      root.at("engine").fail(fmt::format("'{}' is not an engine (valid: simgrid, fast)", text));
+    experiment.simulation.engine = *engine;
+  }
+  if (root.has("allocator")) {
+    const std::string text = root.at("allocator").as_string();
+    const auto allocator = allocator_kind_from_string(text);
+    if (!allocator)
+      root.at("allocator").fail(fmt::format("'{}' is not an allocator (valid: bytes, pool)", text));
+    experiment.simulation.allocator = *allocator;
+  }
   if (root.has("parallelism")) {
     yaml_io::Node parallelism = root.at("parallelism");
     parallelism.only_keys({"jobs"});
@@ -430,6 +444,8 @@ std::vector<Cell> expand_cells(const Experiment& experiment)
           }
           cell.bandwidth_override = bandwidth;
           cell.bandwidth_bytes_per_s = bandwidth ? *bandwidth : own_bandwidth;
+          cell.engine = experiment.simulation.engine;
+          cell.allocator = experiment.simulation.allocator;
           cells.push_back(std::move(cell));
         }
   }
@@ -438,7 +454,7 @@ std::vector<Cell> expand_cells(const Experiment& experiment)
 
 Json cell_to_json(const Cell& cell)
 {
-  return Json{{"cell_format", kCellFormat},
+  Json document{{"cell_format", kCellFormat},
               {"index", cell.index},
               {"workload", cell.workload},
               {"trace_file", cell.trace_file.string()},
@@ -453,6 +469,12 @@ Json cell_to_json(const Cell& cell)
               {"budget_fraction", optional_number(cell.budget_fraction)},
               {"bandwidth_override", optional_number(cell.bandwidth_override)},
               {"bandwidth_bytes_per_s", cell.bandwidth_bytes_per_s}};
+  // Only when not the default, so the keys (and caches) of experiments from before these options stay valid.
+  if (cell.engine != EngineKind::simgrid)
+    document["engine"] = std::string(to_string(cell.engine));
+  if (cell.allocator != AllocatorKind::bytes)
+    document["allocator"] = std::string(to_string(cell.allocator));
+  return document;
 }
 
 Cell cell_from_json(const Json& document, const std::string& source_name)
@@ -460,7 +482,7 @@ Cell cell_from_json(const Json& document, const std::string& source_name)
   json_io::Node root(document, source_name);
   root.only_keys({"cell_format", "index", "workload", "trace_file", "trace_hash", "machine", "machine_file",
                   "machine_hash", "planner_label", "planner", "params", "budget_bytes", "budget_fraction",
-                  "bandwidth_override", "bandwidth_bytes_per_s"});
+                  "bandwidth_override", "bandwidth_bytes_per_s", "engine", "allocator"});
   if (root.at("cell_format").as_int() != kCellFormat)
     root.at("cell_format").fail(fmt::format("unsupported cell format (this build reads {})", kCellFormat));
   Cell cell;
@@ -480,6 +502,18 @@ Cell cell_from_json(const Json& document, const std::string& source_name)
   if (!root.at("bandwidth_override").value().is_null())
     cell.bandwidth_override = root.at("bandwidth_override").as_number();
   cell.bandwidth_bytes_per_s = root.at("bandwidth_bytes_per_s").as_number();
+  if (root.has("engine")) {
+    const auto engine = engine_kind_from_string(root.at("engine").as_string());
+    if (!engine)
+      root.at("engine").fail("unknown engine");
+    cell.engine = *engine;
+  }
+  if (root.has("allocator")) {
+    const auto allocator = allocator_kind_from_string(root.at("allocator").as_string());
+    if (!allocator)
+      root.at("allocator").fail("unknown allocator");
+    cell.allocator = *allocator;
+  }
   return cell;
 }
 
@@ -531,7 +565,10 @@ CellResult run_cell(const Cell& cell)
     result.reason = error.what();
     return result;
   }
-  const RunResult run = simulate(trace, machine, plan);
+  SimOptions options;
+  options.engine = cell.engine;
+  options.allocator = cell.allocator;
+  const RunResult run = simulate(trace, machine, plan, options);
   result.metrics = run.metrics;
   if (!run.metrics.feasible || run.error) {
     result.feasible = false;

@@ -111,7 +111,35 @@ TEST_F(LoaderTest, UnknownTopLevelKey)
 {
   EXPECT_EQ(error_of(head() + "planners: [keep-all]\nsweeps: {}\n"),
             file() + ":8:1: unknown key 'sweeps' (valid keys: format, version, name, description, workloads, "
-                     "machine, planners, sweep, outputs, parallelism)");
+                     "machine, planners, sweep, outputs, parallelism, engine, allocator)");
+}
+
+TEST_F(LoaderTest, EngineAndAllocatorDefaultToSimgridAndBytes)
+{
+  Experiment plain = load(head() + "planners: [keep-all]\n");
+  EXPECT_EQ(plain.simulation.engine, EngineKind::simgrid);
+  EXPECT_EQ(plain.simulation.allocator, AllocatorKind::bytes);
+  Experiment chosen = load(head() + "planners: [keep-all]\nengine: fast\nallocator: pool\n");
+  EXPECT_EQ(chosen.simulation.engine, EngineKind::fast);
+  EXPECT_EQ(chosen.simulation.allocator, AllocatorKind::pool);
+  const std::vector<Cell> cells = expand_cells(chosen);
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].engine, EngineKind::fast);
+  EXPECT_EQ(cells[0].allocator, AllocatorKind::pool);
+  const Cell back = cell_from_json(cell_to_json(cells[0]), "cell.json");
+  EXPECT_EQ(back.engine, EngineKind::fast);
+  EXPECT_EQ(back.allocator, AllocatorKind::pool);
+  // The allocator changes what a cell computes, so it is part of the key; the defaults keep old keys.
+  EXPECT_NE(cell_key(cells[0]), cell_key(expand_cells(plain)[0]));
+  EXPECT_FALSE(cell_to_json(expand_cells(plain)[0]).contains("engine"));
+}
+
+TEST_F(LoaderTest, UnknownEngineOrAllocatorIsLocated)
+{
+  EXPECT_EQ(error_of(head() + "planners: [keep-all]\nengine: ns3\n"),
+            file() + ":8:9: engine: 'ns3' is not an engine (valid: simgrid, fast)");
+  EXPECT_EQ(error_of(head() + "planners: [keep-all]\nallocator: slab\n"),
+            file() + ":8:12: allocator: 'slab' is not an allocator (valid: bytes, pool)");
 }
 
 TEST_F(LoaderTest, WrongVersion)

@@ -114,6 +114,32 @@ TEST(RunTest, SameExperimentGivesByteIdenticalResults)
   EXPECT_THAT(lines[4], StartsWith("chain4,test-gpu,vdnn-all,15000000,10000000000,"));
 }
 
+TEST(RunTest, FastEngineGivesTheSameResultsAsSimgrid)
+{
+  ScratchDir scratch;
+  Experiment reference = load_experiment(write_small_experiment(scratch), scratch / "presets");
+  ASSERT_TRUE(run_experiment(reference, scratch / "simgrid", quiet_options()).failures.empty());
+  Experiment fast = load_experiment(write_small_experiment(scratch, "[1.0, 0.5]", "engine: fast\n"),
+                                    scratch / "presets");
+  ASSERT_TRUE(run_experiment(fast, scratch / "fast", quiet_options()).failures.empty());
+  const std::vector<std::string> expected = lines_of(read_file(scratch / "simgrid" / "results.csv"));
+  const std::vector<std::string> actual = lines_of(read_file(scratch / "fast" / "results.csv"));
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t row = 0; row < expected.size(); ++row) {
+    const std::vector<std::string> want = fields_of(expected[row]);
+    const std::vector<std::string> got = fields_of(actual[row]);
+    ASSERT_EQ(got.size(), want.size()) << actual[row];
+    for (std::size_t column = 0; column < want.size(); ++column) {
+      if (want[column] == got[column])
+        continue;
+      // Times may differ in the last bits (the two engines add durations in different orders).
+      const double a = std::stod(want[column]);
+      const double b = std::stod(got[column]);
+      EXPECT_NEAR(b, a, 1e-9 * std::abs(a)) << "row " << row << " column " << column;
+    }
+  }
+}
+
 TEST(RunTest, ResumeRecomputesOnlyTheMissingCell)
 {
   ScratchDir scratch;

@@ -18,6 +18,8 @@ struct RunArguments {
   std::string out_dir;
   unsigned jobs = 0;
   bool no_plots = false;
+  std::string engine;    // empty: the experiment's `engine:` (default simgrid)
+  std::string allocator; // empty: the experiment's `allocator:` (default bytes)
 };
 
 struct WorkerArguments {
@@ -43,9 +45,21 @@ void add_run_command(CLI::App& app, Context& context)
                       "Worker processes at once (default: the experiment's parallelism.jobs, else the core count)")
       ->check(CLI::Range(1u, 4096u));
   command->add_flag("--no-plots", arguments->no_plots, "Write results.csv only; do not run matplotlib");
+  command->add_option("--engine", arguments->engine,
+                      "Simulation engine for every cell: simgrid (the reference) or fast (in-process, same results); "
+                      "overrides the experiment's `engine:`")
+      ->check(CLI::IsMember({"simgrid", "fast"}));
+  command->add_option("--allocator", arguments->allocator,
+                      "Memory model for every cell: bytes (count bytes) or pool (memsim-cuda's best-fit arena); "
+                      "overrides the experiment's `allocator:`")
+      ->check(CLI::IsMember({"bytes", "pool"}));
   command->callback([arguments, &context] {
     experiments::Experiment experiment =
         experiments::load_experiment(arguments->experiment_file, default_presets_dir());
+    if (!arguments->engine.empty())
+      experiment.simulation.engine = *engine_kind_from_string(arguments->engine);
+    if (!arguments->allocator.empty())
+      experiment.simulation.allocator = *allocator_kind_from_string(arguments->allocator);
     experiments::RunOptions options;
     options.jobs = arguments->jobs;
     options.worker_executable = context.executable;

@@ -3,6 +3,7 @@
 // bandwidths, one cell per combination in that (stable) order. Each cell is a self-contained JSON document
 // that a worker process executes (the SimGrid engine is one per process).
 #include "memsim/hwmodels/machine.hpp"
+#include "memsim/sim/simulator.hpp"
 #include "memsim/sim/timeline.hpp"
 #include "memsim/traces/trace.hpp"
 
@@ -53,6 +54,7 @@ struct Experiment {
   std::vector<double> bandwidths;       // empty: the machine's own host links
   std::vector<std::string> plots;
   unsigned jobs = 0; // 0: the core count
+  SimOptions simulation; // `engine:` and `allocator:`; the defaults (simgrid, bytes) when absent
 };
 
 // Loads and validates everything (planner names and params, machine, traces or generators).
@@ -78,6 +80,8 @@ struct Cell {
   std::optional<double> budget_fraction;      // set when the budget is a fraction of the default peak
   std::optional<double> bandwidth_override;   // host-link bandwidth set by the sweep
   double bandwidth_bytes_per_s = 0;           // the override, or the machine's own gpu0<->host bottleneck
+  EngineKind engine = EngineKind::simgrid;
+  AllocatorKind allocator = AllocatorKind::bytes;
 };
 
 std::vector<Cell> expand_cells(const Experiment& experiment);
