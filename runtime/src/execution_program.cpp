@@ -1,7 +1,7 @@
 #include "memsim/runtime/execution_program.hpp"
 
 #include "memsim/common/error.hpp"
-#include "memsim/runtime/device_pool.hpp"
+#include "memsim/sim/execution.hpp"
 
 #include <fmt/format.h>
 
@@ -13,16 +13,13 @@
 
 namespace memsim::runtime {
 
-std::string_view to_string(FailureKind kind)
+std::string ProgramFailure::message(double time_s) const
 {
-  switch (kind) {
-  case FailureKind::out_of_memory: return "out_of_memory";
-  case FailureKind::fragmentation: return "fragmentation";
-  case FailureKind::not_resident: return "not_resident";
-  case FailureKind::double_allocation: return "double_allocation";
-  case FailureKind::no_host_copy: return "no_host_copy";
-  }
-  return "?";
+  if (step < 0)
+    return what; // the initially resident tensors: no step, no time
+  FailureText timed = text;
+  timed.time_s = time_s;
+  return failure_message(kind, timed);
 }
 
 void check_runtime_supports(const Plan& plan, const std::string& source_name)
@@ -31,6 +28,10 @@ void check_runtime_supports(const Plan& plan, const std::string& source_name)
     if (step.kind == StepKind::send || step.kind == StepKind::recv)
       throw InputError(fmt::format("{}: at /steps/{}/kind", source_name, step.id),
                        fmt::format("memsim-cuda runs single-GPU plans; step {} is a {}", step.id, to_string(step.kind)));
+    for (StepId dep : step.deps)
+      if (dep < 0 || dep >= step.id)
+        throw InputError(fmt::format("{}: at /steps/{}/deps", source_name, step.id),
+                         fmt::format("step {} depends on step {}: deps must name earlier steps", step.id, dep));
     if (step.device != plan.steps.front().device)
       throw InputError(fmt::format("{}: at /steps/{}/device", source_name, step.id),
                        fmt::format("memsim-cuda runs single-GPU plans; step {} uses device {} but step 0 uses device {}",
@@ -52,11 +53,12 @@ void merge_into(Clock& into, const Clock& from)
 class ProgramBuilder {
 public:
   ProgramBuilder(const Plan& plan, const Trace& trace, const PoolConfig& pool)
-      : plan_(plan), trace_(trace), pool_(pool.arena_bytes, pool.alignment)
+      : plan_(plan), trace_(trace), device_(plan.steps.empty() ? 0 : plan.steps.front().device),
+        ledger_(trace, ledger_config(plan, pool, device_))
   {
     program_.pool = pool;
     program_.plan_step_count = plan.steps.size();
-    program_.device = plan.steps.empty() ? 0 : plan.steps.front().device;
+    program_.device = device_;
     assign_streams();
   }
 
@@ -77,6 +79,22 @@ public:
 
 private:
   using TensorKey = std::pair<int, TensorId>; // (instance, tensor)
+
+  // The core's ledger over devices 0..device (only `device` is used): the pool allocator in memsim-cuda's
+  // arena with stream-ordered reuse, the budget as the byte cap.
+  static LedgerConfig ledger_config(const Plan& plan, const PoolConfig& pool, int device)
+  {
+    LedgerConfig config;
+    const auto devices = static_cast<std::size_t>(device) + 1;
+    config.device_capacity.assign(devices, pool.budget_bytes);
+    config.arena_bytes.assign(devices, pool.arena_bytes);
+    config.allocator = AllocatorKind::pool;
+    config.alignment = pool.alignment;
+    config.instance_count = plan_instance_count(plan);
+    config.stream_ordered_reuse = true;
+    return config;
+  }
+  std::uint64_t live_bytes() const { return ledger_.in_use(device_); }
 
   void assign_streams()
   {
@@ -133,7 +151,7 @@ private:
       while (stream.head < stream.position.size() && stream.position[stream.head] <= ordered_through)
         ++stream.head;
     }
-    pool_.settle([&](StepId release) { return ordered_for_all_future(release, current); });
+    ledger_.settle(device_, [&](StepId release) { return ordered_for_all_future(release, current); });
   }
 
   // Releases not ordered before a step are kept per stream in stream order, with running byte sums, so
@@ -191,27 +209,20 @@ private:
     return best ? *best : fallback;
   }
 
-  std::string tensor_name(TensorId id) const { return trace_.tensor(id).name; }
-
-  std::string step_title(const Step& step) const
-  {
-    if (step.op)
-      return fmt::format("step {} ({} of op '{}', instance {})", step.id, to_string(step.kind), trace_.op(*step.op).name,
-                         step.instance);
-    return fmt::format("step {} ({} of tensor '{}', instance {})", step.id, to_string(step.kind),
-                       tensor_name(*step.tensor), step.instance);
-  }
-
-  void fail(FailureKind kind, const Step* step, std::optional<TensorId> tensor, std::uint64_t requested,
-            std::string what)
+  // The failure in the core's terms: `action` done to `object` by `step` (see FailureText).
+  void fail(const Denial& denial, const Step* step, std::optional<TensorId> tensor, const char* action,
+            std::string object, int space)
   {
     ProgramFailure failure;
-    failure.kind = kind;
+    failure.kind = denial.kind;
     failure.step = step ? step->id : -1;
     failure.tensor = tensor;
-    failure.bytes_in_use = live_bytes_;
-    failure.bytes_requested = requested;
-    failure.what = std::move(what);
+    failure.bytes_in_use = denial.in_use;
+    failure.bytes_requested = denial.requested;
+    failure.largest_free_block = denial.largest_free_block;
+    failure.text = FailureText{step ? describe_step(*step) : std::string("the initially resident tensors"), action,
+                               std::move(object), space_name(space), std::nullopt, denial, -1};
+    failure.what = failure_message(failure.kind, failure.text);
     if (step) {
       auto index = static_cast<std::size_t>(step->id);
       std::set<StepId> after(step->deps.begin(), step->deps.end());
@@ -222,24 +233,13 @@ private:
     program_.failure = std::move(failure);
   }
 
-  // Allocates `bytes` for step `step` (nullptr: initial residency) whose start clock is `clock`; adds the
-  // memory waits it needs to `memory_waits` and `clock`. Returns the allocation index or nullopt (failed).
+  // Allocates for step `step` (nullptr: initial residency) whose start clock is `clock` -- the tensor (instance,
+  // tensor), or `bytes` of workspace when `tensor` is empty; adds the memory waits it needs to `memory_waits` and
+  // `clock`. Returns the allocation index or nullopt (failed).
   std::optional<std::size_t> allocate(const Step* step, Clock& clock, std::vector<StepId>& memory_waits,
                                       std::optional<TensorId> tensor, int instance, std::uint64_t bytes)
   {
     const std::uint64_t budget = program_.pool.budget_bytes;
-    auto describe = [&] {
-      return tensor ? fmt::format("tensor '{}' (instance {})", tensor_name(*tensor), instance)
-                    : fmt::format("the workspace of op '{}'", trace_.op(*step->op).name);
-    };
-    if (live_bytes_ + bytes > budget) {
-      std::string where = step ? step_title(*step) : std::string("the initially resident tensors");
-      fail(FailureKind::out_of_memory, step, tensor, bytes,
-           fmt::format("out of memory on device {} at {}: {} needs {} bytes with {} bytes in use, over the budget of {} "
-                       "bytes",
-                       program_.device, where, describe(), bytes, live_bytes_, budget));
-      return std::nullopt;
-    }
     auto wait_on = [&](StepId release) {
       if (covered(clock, release))
         return;
@@ -247,34 +247,34 @@ private:
       merge_into(clock, done_[static_cast<std::size_t>(release)]);
     };
     // The cap: blocks released but not ordered before this step may still hold data on the GPU.
-    if (step)
-      for (std::uint64_t unordered = unordered_bytes(clock); live_bytes_ + unordered + bytes > budget;
+    if (step && live_bytes() + bytes <= budget)
+      for (std::uint64_t unordered = unordered_bytes(clock); live_bytes() + unordered + bytes > budget;
            unordered = unordered_bytes(clock)) {
-        const StepId release = release_to_wait_for(clock, live_bytes_ + unordered + bytes - budget);
+        const StepId release = release_to_wait_for(clock, live_bytes() + unordered + bytes - budget);
         if (release < 0)
           break; // unreachable: live + bytes <= budget was checked above
         wait_on(release);
       }
-    auto placement = pool_.place(bytes, [&](StepId release) { return covered(clock, release); });
-    if (!placement) {
-      std::string where = step ? step_title(*step) : std::string("the initially resident tensors");
-      fail(FailureKind::fragmentation, step, tensor, bytes,
-           fmt::format("cannot place {} ({} bytes) on device {} at {}: {} bytes in use of the budget of {} bytes, but "
-                       "the largest free block of the {}-byte pool is {} bytes (fragmentation)",
-                       describe(), bytes, program_.device, where, live_bytes_, budget, pool_.arena_bytes(),
-                       pool_.largest_free_block()));
+    Ordering ordering{[&](StepId release) { return covered(clock, release); }, {}};
+    const StepId by = step ? step->id : -1;
+    std::uint64_t handle = 0;
+    auto denial = tensor ? ledger_.allocate(device_, instance, *tensor, by, &ordering)
+                         : ledger_.allocate_bytes(device_, bytes, by, handle, &ordering);
+    if (denial) {
+      if (step)
+        fail(*denial, step, tensor, "allocates",
+             tensor ? describe_tensor(trace_, *tensor) : fmt::format("{} bytes of workspace", bytes), device_);
       return std::nullopt;
     }
-    for (StepId release : placement->waits)
+    for (StepId release : ordering.waits)
       wait_on(release);
-    live_bytes_ += bytes;
-    program_.peak_bytes = std::max(program_.peak_bytes, live_bytes_);
+    program_.peak_bytes = std::max(program_.peak_bytes, live_bytes());
     Allocation allocation;
     allocation.tensor = tensor;
     allocation.instance = instance;
     allocation.bytes = bytes;
-    allocation.offset = placement->offset;
-    allocation.allocated_by = step ? step->id : -1;
+    allocation.offset = tensor ? ledger_.offset(device_, instance, *tensor) : handle;
+    allocation.allocated_by = by;
     program_.allocations.push_back(allocation);
     return program_.allocations.size() - 1;
   }
@@ -283,9 +283,11 @@ private:
   {
     Allocation& allocation = program_.allocations[allocation_index];
     allocation.released_by = step;
-    live_bytes_ -= allocation.bytes;
+    if (allocation.tensor)
+      ledger_.release(device_, allocation.instance, *allocation.tensor, step);
+    else
+      ledger_.release_bytes(device_, allocation.bytes, allocation.offset, step);
     if (allocation.bytes > 0) {
-      pool_.release(allocation.offset, step);
       const auto index = static_cast<std::size_t>(step);
       PendingStream& stream = pending_[stream_of_[index]];
       stream.position.push_back(position_[index]);
@@ -294,24 +296,33 @@ private:
     }
   }
 
+  // The core's initial-residency rule; like the simulators, the whole set is checked against the budget first.
   bool place_initial_residents()
   {
-    std::set<int> instances;
-    for (const Step& step : plan_.steps)
-      instances.insert(step.instance);
+    const auto device = static_cast<std::size_t>(device_);
+    const std::vector<ResidentTensor> residents = initial_residents(trace_, plan_, device + 1)[device];
+    std::uint64_t needed = 0;
+    for (const ResidentTensor& resident : residents)
+      needed += trace_.tensor(resident.tensor).bytes;
     Clock clock(program_.streams.size(), -1);
     std::vector<StepId> waits;
-    for (int instance : instances)
-      for (const Tensor& tensor : trace_.tensors) {
-        if (!is_initially_resident(tensor.kind))
-          continue;
-        auto allocation = allocate(nullptr, clock, waits, tensor.id, instance, tensor.bytes);
-        if (!allocation)
-          return false;
+    bool fits = needed <= program_.pool.budget_bytes;
+    for (std::size_t i = 0; fits && i < residents.size(); ++i) {
+      auto allocation = allocate(nullptr, clock, waits, residents[i].tensor, residents[i].instance,
+                                 trace_.tensor(residents[i].tensor).bytes);
+      fits = allocation.has_value();
+      if (fits) {
         program_.initial_allocations.push_back(*allocation);
-        resident_[{instance, tensor.id}] = *allocation;
+        resident_[{residents[i].instance, residents[i].tensor}] = *allocation;
       }
-    return true;
+    }
+    if (fits)
+      return true;
+    ProgramFailure failure;
+    failure.bytes_in_use = needed;
+    failure.what = initial_residents_message(device_, space_name(device_), needed, program_.pool.budget_bytes);
+    program_.failure = std::move(failure);
+    return false;
   }
 
   std::size_t host_buffer_for(int instance, TensorId tensor)
@@ -357,10 +368,12 @@ private:
 
     std::vector<StepId> memory_waits;
     auto resident = [&](TensorId tensor) { return resident_.find({step.instance, tensor}); };
-    auto not_resident = [&](TensorId tensor, const char* role) {
-      fail(FailureKind::not_resident, &step, tensor, 0,
-           fmt::format("{} {} tensor '{}' which is not resident on device {}", step_title(step), role,
-                       tensor_name(tensor), step.device));
+    // The core's checks, in the core's order (sim/src/execution.cpp).
+    auto require_resident = [&](TensorId tensor, const char* action) {
+      if (ledger_.resident(device_, step.instance, tensor))
+        return true;
+      fail(Denial{FailureKind::not_resident, live_bytes(), 0, 0, 0}, &step, tensor, action,
+           describe_tensor(trace_, tensor), device_);
       return false;
     };
     switch (step.kind) {
@@ -372,15 +385,9 @@ private:
       out.kernel_time_s = op.time_s;
       out.flops = op.flops;
       for (TensorId input : op.inputs)
-        if (resident(input) == resident_.end())
-          return not_resident(input, "reads");
-      for (TensorId output : op.outputs) {
-        if (resident(output) != resident_.end()) {
-          fail(FailureKind::double_allocation, &step, output, trace_.tensor(output).bytes,
-               fmt::format("{} produces tensor '{}' which is already resident on device {} (double allocation)",
-                           step_title(step), tensor_name(output), step.device));
+        if (!require_resident(input, "reads"))
           return false;
-        }
+      for (TensorId output : op.outputs) {
         auto allocation =
             allocate(&step, clock, memory_waits, output, step.instance, trace_.tensor(output).bytes);
         if (!allocation)
@@ -401,16 +408,9 @@ private:
       const Tensor& tensor = trace_.tensor(*step.tensor);
       out.label = tensor.name;
       auto host = host_copy_.find({step.instance, tensor.id});
-      if (host == host_copy_.end()) {
-        fail(FailureKind::no_host_copy, &step, tensor.id, tensor.bytes,
-             fmt::format("{} needs a host copy of tensor '{}', but none was offloaded before", step_title(step),
-                         tensor.name));
-        return false;
-      }
-      if (resident(tensor.id) != resident_.end()) {
-        fail(FailureKind::double_allocation, &step, tensor.id, tensor.bytes,
-             fmt::format("{} prefetches tensor '{}' which is already resident on device {} (double allocation)",
-                         step_title(step), tensor.name, step.device));
+      if (!ledger_.resident(MemoryLedger::kHost, step.instance, tensor.id) || host == host_copy_.end()) {
+        fail(Denial{FailureKind::no_host_copy, live_bytes(), tensor.bytes, 0, 0}, &step, tensor.id, "prefetches",
+             describe_tensor(trace_, tensor.id), device_);
         return false;
       }
       auto allocation = allocate(&step, clock, memory_waits, tensor.id, step.instance, tensor.bytes);
@@ -427,9 +427,15 @@ private:
     case StepKind::offload: {
       const Tensor& tensor = trace_.tensor(*step.tensor);
       out.label = tensor.name;
+      if (!require_resident(tensor.id, "offloads"))
+        return false;
       auto found = resident(tensor.id);
-      if (found == resident_.end())
-        return not_resident(tensor.id, "offloads");
+      if (!ledger_.resident(MemoryLedger::kHost, step.instance, tensor.id)) {
+        if (auto denial = ledger_.allocate(MemoryLedger::kHost, step.instance, tensor.id, step.id)) {
+          fail(*denial, &step, tensor.id, "offloads", describe_tensor(trace_, tensor.id), MemoryLedger::kHost);
+          return false;
+        }
+      }
       out.work = WorkKind::copy_d2h;
       out.device_offset = program_.allocations[found->second].offset;
       out.host_buffer = host_buffer_for(step.instance, tensor.id);
@@ -440,10 +446,9 @@ private:
     case StepKind::free: {
       const Tensor& tensor = trace_.tensor(*step.tensor);
       out.label = tensor.name;
-      auto found = resident(tensor.id);
-      if (found == resident_.end())
-        return not_resident(tensor.id, "frees");
-      out.releases.push_back(found->second);
+      if (!require_resident(tensor.id, "frees"))
+        return false;
+      out.releases.push_back(resident(tensor.id)->second);
       break;
     }
     case StepKind::send:
@@ -477,7 +482,8 @@ private:
 
   const Plan& plan_;
   const Trace& trace_;
-  DevicePool pool_;
+  int device_;
+  MemoryLedger ledger_;
   Program program_;
   std::vector<std::size_t> stream_of_;   // per plan step
   std::vector<std::int64_t> position_;   // per plan step: index within its stream
@@ -487,7 +493,6 @@ private:
   std::map<TensorKey, std::size_t> resident_;  // device copy -> allocation
   std::map<TensorKey, std::size_t> host_copy_; // host copy -> host buffer
   std::vector<PendingStream> pending_; // per stream: released, maybe not yet ordered before every future step
-  std::uint64_t live_bytes_ = 0;
   std::size_t since_settle_ = 0;
 };
 
@@ -525,7 +530,7 @@ std::string describe_program(const Program& program)
   if (listed > 0)
     text += fmt::format("steps with memory-ordering waits:{}{}\n", memory_waits, listed > 8 ? " ..." : "");
   if (program.failure)
-    text += fmt::format("infeasible ({}): {}\n", to_string(program.failure->kind), program.failure->what);
+    text += fmt::format("infeasible ({}): {}\n", memsim::to_string(program.failure->kind), program.failure->what);
   return text;
 }
 

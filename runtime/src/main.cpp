@@ -45,6 +45,7 @@ struct RunOptions {
   std::string perfetto;
   std::string raw_timings;
   double pool_slack = 0.25;
+  std::string allocator = "bytes";
   bool dry_run = false;
   std::string device_memory; // dry run with budget 0
   int gpu = 0;
@@ -93,13 +94,16 @@ std::uint64_t parse_size_option(const std::string& text, const char* option)
 }
 
 // Pool sizing: the cap is the plan's budget (0: the GPU's memory), never above the GPU's memory; the arena
-// adds `slack` for alignment and fragmentation, within what the GPU has free after `reserve`.
+// adds `slack` for alignment and fragmentation, within what the GPU has free after `reserve`. `--allocator pool`
+// makes the arena exactly the budget: the simulators' `--allocator pool`, the same fragmentation failures.
 PoolConfig size_pool(std::uint64_t plan_budget, std::uint64_t gpu_total, std::uint64_t gpu_free, std::uint64_t reserve,
-                     double slack)
+                     double slack, const std::string& allocator)
 {
   PoolConfig pool;
   pool.budget_bytes = plan_budget == 0 ? gpu_total : std::min(plan_budget, gpu_total);
-  const double wanted = static_cast<double>(pool.budget_bytes) * (1.0 + std::max(slack, 0.0)) + 1048576.0;
+  const bool exact = allocator == "pool";
+  const double wanted = exact ? static_cast<double>(pool.budget_bytes)
+                              : static_cast<double>(pool.budget_bytes) * (1.0 + std::max(slack, 0.0)) + 1048576.0;
   const std::uint64_t available = gpu_free > reserve ? gpu_free - reserve : 0;
   pool.arena_bytes = std::min<std::uint64_t>(static_cast<std::uint64_t>(wanted), available);
   return pool;
@@ -166,6 +170,8 @@ int run_command(const RunOptions& options)
   if (options.iterations == 0)
     throw InputError("--iterations", "at least one measured iteration");
   const GemmType gemm_type = gemm_type_for(trace.source.dtype);
+  if (options.allocator != "bytes" && options.allocator != "pool")
+    throw InputError("--allocator", fmt::format("unknown allocator '{}' (valid: bytes, pool)", options.allocator));
 
   if (options.dry_run) {
     std::uint64_t memory = options.device_memory.empty() ? 0 : parse_size_option(options.device_memory, "--device-memory");
@@ -174,7 +180,7 @@ int run_command(const RunOptions& options)
     if (memory == 0)
       memory = plan.budget_bytes;
     PoolConfig pool = size_pool(plan.budget_bytes, memory, std::numeric_limits<std::uint64_t>::max(), 0,
-                                options.pool_slack);
+                                options.pool_slack, options.allocator);
     Program program = build_program(plan, trace, pool);
     fmt::print("{}", describe_program(program));
     return 0;
@@ -192,7 +198,8 @@ int run_command(const RunOptions& options)
       if (op.flops)
         reserve = std::max<std::uint64_t>(reserve, (512ull << 20) + gemm_scratch_bytes(gemm_shape_for(*op.flops), gemm_type));
   }
-  const PoolConfig pool = size_pool(plan.budget_bytes, device.total_bytes, device.free_bytes, reserve, options.pool_slack);
+  const PoolConfig pool =
+      size_pool(plan.budget_bytes, device.total_bytes, device.free_bytes, reserve, options.pool_slack, options.allocator);
   Program program = build_program(plan, trace, pool);
   std::fprintf(stderr, "%s", describe_program(program).c_str());
 
@@ -286,6 +293,9 @@ int main(int argc, char** argv)
   run_app->add_option("--perfetto", run.perfetto, "write a Chrome/Perfetto trace of the median iteration");
   run_app->add_option("--raw-timings", run.raw_timings, "write every iteration's event times (for `assemble`)");
   run_app->add_option("--pool-slack", run.pool_slack, "extra arena beyond the budget for alignment/fragmentation")
+      ->capture_default_str();
+  run_app->add_option("--allocator", run.allocator,
+                      "bytes: arena = budget + --pool-slack; pool: arena = budget (the simulators' --allocator pool)")
       ->capture_default_str();
   run_app->add_flag("--dry-run", run.dry_run, "build streams, waits and allocations only (no GPU needed)");
   run_app->add_option("--device-memory", run.device_memory, "dry run: the GPU's memory when the budget is 0");

@@ -117,7 +117,10 @@ RunResult assemble_run_result(const Program& program, const IterationTiming& tim
       for (const StepRecord& record : result.timeline)
         if (record.step == after)
           error.time_s = std::max(error.time_s, record.end_s);
-    error.message = fmt::format("{} (at {:.6f} s, measured)", failure.what, error.time_s);
+    error.message = failure.message(error.time_s);
+    error.kind = failure.kind;
+    error.device = program.device;
+    error.largest_free_block = failure.largest_free_block;
     result.error = std::move(error);
     result.metrics.feasible = false;
   }

@@ -43,10 +43,27 @@ std::optional<DevicePool::Placement> DevicePool::place(std::uint64_t bytes, cons
     // Fewest waits, then tightest fit, then lowest offset (deterministic).
     return std::make_tuple(a.waits.size(), a.covered, a.offset) < std::make_tuple(b.waits.size(), b.covered, b.offset);
   };
+  auto needs_no_wait = [&](const Block& block) {
+    return std::all_of(block.releases.begin(), block.releases.end(), is_ordered);
+  };
   for (std::uint64_t start : free_offsets_) {
     auto first = blocks_.find(start);
+    // Adjacent free blocks that need no wait are one block once settle() merges them: treat them as one here too
+    // (a candidate starts only at such a run's first block and covers all of it), so that where a block goes does
+    // not depend on when the owner settled (memsim-cuda settles now and then, the simulators at every release).
+    const bool first_free_now = needs_no_wait(first->second);
+    if (first != blocks_.begin()) {
+      auto previous = std::prev(first);
+      if (!previous->second.live && first_free_now && needs_no_wait(previous->second))
+        continue;
+    }
     Candidate candidate{first->first, 0, 0, {}};
-    for (auto it = first; it != blocks_.end() && !it->second.live && candidate.covered < need; ++it) {
+    bool settled_run = true;
+    for (auto it = first; it != blocks_.end() && !it->second.live; ++it) {
+      const bool free_now = needs_no_wait(it->second);
+      if (candidate.covered >= need && !(settled_run && free_now))
+        break;
+      settled_run = settled_run && free_now;
       candidate.covered += it->second.size;
       ++candidate.block_count;
       for (StepId release : it->second.releases)

@@ -167,15 +167,8 @@ private:
       ready_.push(id);
   }
 
-  std::string describe(const Step& step) const
-  {
-    return fmt::format("step {} ({} on gpu{}/{})", step.id, to_string(step.kind), step.device, step.stream);
-  }
-  std::string describe_tensor(TensorId id) const
-  {
-    return fmt::format("tensor {} '{}' ({} bytes)", id, trace_.tensor(id).name, trace_.tensor(id).bytes);
-  }
-  static std::string space_name(int space) { return space == MemoryLedger::kHost ? "host" : fmt::format("gpu{}", space); }
+  static std::string describe(const Step& step) { return describe_step(step); }
+  std::string describe_tensor(TensorId id) const { return memsim::describe_tensor(trace_, id); }
 
   void fail(FailureKind kind, const Step* step, std::optional<TensorId> tensor, int space, FailureText text)
   {
@@ -218,10 +211,9 @@ private:
         error.kind = FailureKind::out_of_memory;
         error.device = device;
         error.bytes_in_use = needed;
-        error.message = fmt::format("device {} ('{}'): the tensors resident from the start need {} bytes, budget is {} "
-                                    "bytes",
-                                    d, d < config_.device_names.size() ? config_.device_names[d] : space_name(device),
-                                    needed, ledger_.capacity(device));
+        error.message = initial_residents_message(
+            device, d < config_.device_names.size() ? config_.device_names[d] : space_name(device), needed,
+            ledger_.capacity(device));
         result_.error = std::move(error);
         return false;
       }

@@ -88,15 +88,17 @@ double FastPhysics::advance(std::vector<StepId>& finished)
         next = std::min(next, now_ + activity.remaining / activity.rate);
     }
     const double elapsed = next - now_;
+    // Everything within kSimultaneous_s of that instant happens then (as in SimGrid).
+    const double horizon = next + kSimultaneous_s;
     for (auto it = activities_.begin(); it != activities_.end();) {
       Activity& activity = *it;
       bool done = false;
       if (activity.in_latency) {
-        if (activity.latency_end <= next) {
+        if (activity.latency_end <= horizon) {
           activity.in_latency = false;
           done = activity.remaining <= 0;
         }
-      } else if (activity.remaining <= 0 || now_ + activity.remaining / activity.rate <= next) {
+      } else if (activity.remaining <= 0 || now_ + activity.remaining / activity.rate <= horizon) {
         done = true;
       } else {
         activity.remaining -= activity.rate * elapsed;

@@ -31,7 +31,8 @@ std::optional<AllocatorKind> allocator_kind_from_string(std::string_view text)
 }
 
 MemoryLedger::MemoryLedger(const Trace& trace, const LedgerConfig& config)
-    : trace_(&trace), tensor_count_(trace.tensors.size()), device_count_(config.device_capacity.size())
+    : trace_(&trace), tensor_count_(trace.tensors.size()), device_count_(config.device_capacity.size()),
+      stream_ordered_reuse_(config.stream_ordered_reuse)
 {
   const std::size_t slot_count = config.instance_count * tensor_count_;
   devices_.resize(device_count_);
@@ -41,25 +42,31 @@ MemoryLedger::MemoryLedger(const Trace& trace, const LedgerConfig& config)
     device.capacity = config.device_capacity[d];
     if (config.allocator == AllocatorKind::pool) {
       device.offset.assign(slot_count, 0);
-      device.pool.emplace(device.capacity, config.alignment);
+      const std::uint64_t arena = d < config.arena_bytes.size() && config.arena_bytes[d] > 0 ? config.arena_bytes[d]
+                                                                                            : device.capacity;
+      device.pool.emplace(arena, config.alignment);
     }
   }
   host_.resident.assign(slot_count, 0);
   host_.capacity = config.host_capacity;
 }
 
-std::optional<Denial> MemoryLedger::reserve(Account& account, std::uint64_t bytes, std::uint64_t& offset)
+std::optional<Denial> MemoryLedger::reserve(Account& account, std::uint64_t bytes, std::uint64_t& offset,
+                                            Ordering* ordering)
 {
   if (bytes > account.capacity || account.in_use > account.capacity - bytes)
     return Denial{FailureKind::out_of_memory, account.in_use, bytes, account.capacity,
                   account.pool ? account.pool->largest_free_block() : 0};
   if (account.pool) {
-    // Every release in simulated time is ordered before later allocations: no stream-ordered waits here.
-    auto placement = account.pool->place(bytes, [](StepId) { return true; });
+    // In simulated time every release is ordered before later allocations: no stream-ordered waits.
+    static const DevicePool::IsOrdered always = [](StepId) { return true; };
+    auto placement = account.pool->place(bytes, ordering ? ordering->is_ordered : always);
     if (!placement)
       return Denial{FailureKind::fragmentation, account.in_use, bytes, account.capacity,
                     account.pool->largest_free_block()};
     offset = placement->offset;
+    if (ordering)
+      ordering->waits = std::move(placement->waits);
   }
   account.in_use += bytes;
   account.peak = std::max(account.peak, account.in_use);
@@ -72,11 +79,12 @@ void MemoryLedger::unreserve(Account& account, std::uint64_t bytes, std::uint64_
   if (account.pool && bytes > 0) {
     account.pool->release(offset, by);
     // Merge the freed block with free neighbours now: nothing waits on releases in simulated time.
-    account.pool->settle([](StepId) { return true; });
+    if (!stream_ordered_reuse_)
+      account.pool->settle([](StepId) { return true; });
   }
 }
 
-std::optional<Denial> MemoryLedger::allocate(int space, int instance, TensorId tensor, StepId by)
+std::optional<Denial> MemoryLedger::allocate(int space, int instance, TensorId tensor, StepId by, Ordering* ordering)
 {
   (void)by;
   Account& target = account(space);
@@ -85,7 +93,7 @@ std::optional<Denial> MemoryLedger::allocate(int space, int instance, TensorId t
   if (target.resident[index])
     return Denial{FailureKind::double_allocation, target.in_use, bytes, target.capacity, 0};
   std::uint64_t offset = 0;
-  if (auto denial = reserve(target, bytes, offset)) {
+  if (auto denial = reserve(target, bytes, offset, ordering)) {
     if (space == kHost)
       denial->kind = FailureKind::host_out_of_memory;
     return denial;
@@ -106,11 +114,12 @@ void MemoryLedger::release(int space, int instance, TensorId tensor, StepId by)
   unreserve(target, trace_->tensor(tensor).bytes, target.pool ? target.offset[index] : 0, by);
 }
 
-std::optional<Denial> MemoryLedger::allocate_bytes(int space, std::uint64_t bytes, StepId by, std::uint64_t& handle)
+std::optional<Denial> MemoryLedger::allocate_bytes(int space, std::uint64_t bytes, StepId by, std::uint64_t& handle,
+                                                   Ordering* ordering)
 {
   (void)by;
   handle = 0;
-  auto denial = reserve(account(space), bytes, handle);
+  auto denial = reserve(account(space), bytes, handle, ordering);
   if (denial && space == kHost)
     denial->kind = FailureKind::host_out_of_memory;
   return denial;
@@ -121,37 +130,80 @@ void MemoryLedger::release_bytes(int space, std::uint64_t bytes, std::uint64_t h
   unreserve(account(space), bytes, handle, by);
 }
 
+std::uint64_t MemoryLedger::offset(int space, int instance, TensorId tensor) const
+{
+  const Account& target = account(space);
+  return target.pool ? target.offset[slot(instance, tensor)] : 0;
+}
+
+void MemoryLedger::settle(int space, const DevicePool::IsOrdered& ordered_for_all_future)
+{
+  Account& target = account(space);
+  if (target.pool)
+    target.pool->settle(ordered_for_all_future);
+}
+
+std::uint64_t MemoryLedger::largest_free_block(int space) const
+{
+  const Account& target = account(space);
+  return target.pool ? target.pool->largest_free_block() : target.capacity - target.in_use;
+}
+
 std::string failure_message(FailureKind kind, const FailureText& text)
 {
   const Denial& n = text.numbers;
+  const std::string at = text.time_s ? fmt::format("at t={:.9f}s", *text.time_s) : std::string("before it runs");
   switch (kind) {
   case FailureKind::out_of_memory:
-    return fmt::format("out of memory: {} {} {} on {} at t={:.9f}s with {} bytes in use; budget is {} bytes", text.step,
-                       text.action, text.object, text.space, text.time_s, n.in_use, n.capacity);
+    return fmt::format("out of memory: {} {} {} on {} {} with {} bytes in use; budget is {} bytes", text.step,
+                       text.action, text.object, text.space, at, n.in_use, n.capacity);
   case FailureKind::fragmentation:
-    return fmt::format("out of memory (fragmentation): {} {} {} on {} at t={:.9f}s with {} bytes in use of the budget of "
+    return fmt::format("out of memory (fragmentation): {} {} {} on {} {} with {} bytes in use of the budget of "
                        "{} bytes, but the largest free block is {} bytes",
-                       text.step, text.action, text.object, text.space, text.time_s, n.in_use, n.capacity,
+                       text.step, text.action, text.object, text.space, at, n.in_use, n.capacity,
                        n.largest_free_block);
   case FailureKind::host_out_of_memory:
-    return fmt::format("host memory full: {} needs {} bytes for {} at t={:.9f}s with {} of {} bytes in use", text.step,
-                       n.requested, text.object, text.time_s, n.in_use, n.capacity);
+    return fmt::format("host memory full: {} needs {} bytes for {} {} with {} of {} bytes in use", text.step,
+                       n.requested, text.object, at, n.in_use, n.capacity);
   case FailureKind::double_allocation:
-    return fmt::format("{} {} {} on {} but it is already resident there (double allocation) at t={:.9f}s", text.step,
-                       text.action, text.object, text.space, text.time_s);
+    return fmt::format("{} {} {} on {} but it is already resident there (double allocation) {}", text.step,
+                       text.action, text.object, text.space, at);
   case FailureKind::not_resident:
-    return fmt::format("{} {} {} but it is not resident on {} at t={:.9f}s (never produced, freed, or not yet "
+    return fmt::format("{} {} {} but it is not resident on {} {} (never produced, freed, or not yet "
                        "prefetched)",
-                       text.step, text.action, text.object, text.space, text.time_s);
+                       text.step, text.action, text.object, text.space, at);
   case FailureKind::no_host_copy:
-    return fmt::format("{} {} {} at t={:.9f}s but the host has no copy (it was never offloaded)", text.step, text.action,
-                       text.object, text.time_s);
+    return fmt::format("{} {} {} {} but the host has no copy (it was never offloaded)", text.step, text.action,
+                       text.object, at);
   case FailureKind::deadlock:
-    return fmt::format("deadlock at t={:.9f}s: {} waits for step {}, which can never run (stream order and deps form "
+    return fmt::format("deadlock {}: {} waits for step {}, which can never run (stream order and deps form "
                        "a cycle)",
-                       text.time_s, text.step, text.blocked_on);
+                       at, text.step, text.blocked_on);
   }
   return text.step;
+}
+
+std::string describe_step(const Step& step)
+{
+  return fmt::format("step {} ({} on gpu{}/{})", step.id, to_string(step.kind), step.device, step.stream);
+}
+
+std::string describe_tensor(const Trace& trace, TensorId id)
+{
+  return fmt::format("tensor {} '{}' ({} bytes)", id, trace.tensor(id).name, trace.tensor(id).bytes);
+}
+
+std::string space_name(int space)
+{
+  return space == MemoryLedger::kHost ? "host" : fmt::format("gpu{}", space);
+}
+
+std::string initial_residents_message(int device, const std::string& name, std::uint64_t needed,
+                                      std::uint64_t capacity)
+{
+  return fmt::format("out of memory: device {} ('{}'): the tensors resident from the start need {} bytes, budget is "
+                     "{} bytes",
+                     device, name, needed, capacity);
 }
 
 } // namespace memsim

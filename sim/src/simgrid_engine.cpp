@@ -57,15 +57,22 @@ public:
     while (finished.empty() && !idle()) {
       auto timer = std::min_element(timers_.begin(), timers_.end(),
                                     [](const Pending& a, const Pending& b) { return a.ready_at < b.ready_at; });
+      bool timer_due = false;
       if (running_.empty()) {
         s4u::this_actor::sleep_until(timer->ready_at);
+        timer_due = true;
       } else {
         const double timeout = timer == timers_.end() ? -1.0 : std::max(0.0, timer->ready_at - s4u::Engine::get_clock());
         const ssize_t index = s4u::Activity::wait_any_for(running_, timeout);
         if (index >= 0)
           take(static_cast<std::size_t>(index), finished);
+        else
+          timer_due = timer != timers_.end(); // the wait timed out at the timer
       }
-      // Everything else that ended at this instant, and the timers that are due.
+      // Everything else that ended at this instant, and the timers that are due. The clock after a sleep or a
+      // timed-out wait may be an ulp short of the due time (SimGrid adds the duration to the clock): a timer
+      // waited for is due, and one within SimGrid's own time precision counts as now, so that an activity ending
+      // with the timer and the timer are taken at one instant (as the fast engine does).
       for (std::size_t i = 0; i < running_.size();)
         if (running_[i]->test())
           take(i, finished);
@@ -73,7 +80,7 @@ public:
           ++i;
       if (timer != timers_.end()) {
         const double due = timer->ready_at;
-        if (due <= s4u::Engine::get_clock())
+        if (timer_due || due <= s4u::Engine::get_clock() + kSimultaneous_s)
           fire_timers(due, finished);
       }
     }
@@ -115,7 +122,7 @@ private:
   void fire_timers(double due, std::vector<StepId>& finished)
   {
     for (std::size_t i = 0; i < timers_.size();) {
-      if (timers_[i].ready_at <= due) {
+      if (timers_[i].ready_at <= due + kSimultaneous_s) {
         if (timers_[i].bytes == 0)
           finished.push_back(timers_[i].step);
         else

@@ -51,6 +51,38 @@ nlohmann::json json_of(const test::CommandResult& result)
   }
 }
 
+// The fixtures of tests/sim/core_cases_test.cpp (and memsim-cuda's tests) through `memsim simulate`, both engines.
+TEST(Cli, SimulateReportsTheCoreCasesOnBothEngines)
+{
+  const std::filesystem::path fixtures = std::filesystem::path(MEMSIM_SOURCE_DIR) / "tests" / "runtime";
+  auto command = [&](const std::string& name, const std::string& options) {
+    return kMemsim + " simulate --json --trace " + quoted(fixtures / (name + ".trace.json")) + " --machine " +
+           quoted(kGood / "good.machine.yaml") + " --plan " + quoted(fixtures / (name + ".plan.json")) + " " + options;
+  };
+  for (const char* engine : {"simgrid", "fast"}) {
+    const std::string on = std::string("--engine ") + engine;
+    const auto unused = run_command(command("unused-weight", on), true);
+    ASSERT_EQ(unused.exit_code, 0) << unused.output;
+    const nlohmann::json unused_metrics = json_of(unused);
+    EXPECT_EQ(unused_metrics["feasible"], false) << on;
+    EXPECT_EQ(unused_metrics["error"]["kind"], "out_of_memory") << on;
+    EXPECT_THAT(unused_metrics["error"]["message"].get<std::string>(),
+                HasSubstr("the tensors resident from the start need 51000000 bytes, budget is 10000000 bytes"));
+
+    const auto bytes = run_command(command("fragment", on + " --allocator bytes"), true);
+    ASSERT_EQ(bytes.exit_code, 0) << bytes.output;
+    EXPECT_EQ(json_of(bytes)["feasible"], true) << on;
+    const auto pool = run_command(command("fragment", on + " --allocator pool"), true);
+    ASSERT_EQ(pool.exit_code, 0) << pool.output;
+    const nlohmann::json error = json_of(pool)["error"];
+    EXPECT_EQ(error["kind"], "fragmentation") << on;
+    EXPECT_EQ(error["step"], 5);
+    EXPECT_EQ(error["bytes_in_use"], 1048576);
+    EXPECT_EQ(error["bytes_requested"], 2097152);
+    EXPECT_EQ(error["largest_free_block"], 1048576);
+  }
+}
+
 TEST(Cli, SimulateJsonOfTheAppendixExample)
 {
   const auto result = run_command(simulate_command(kGood / "good.plan.json", "--json"), true);

@@ -197,9 +197,10 @@ TEST(ExecutionProgram, OutOfMemoryNamesStepTensorAndBytes)
   EXPECT_EQ(failure.bytes_in_use, 5002000u);
   EXPECT_EQ(failure.bytes_requested, 2000000u);
   EXPECT_EQ(failure.after_steps, (std::vector<StepId>{2, 4})); // stream predecessor and dep
-  EXPECT_THAT(failure.what, HasSubstr("step 5 (compute of op 'l2.bwd', instance 0)"));
-  EXPECT_THAT(failure.what, HasSubstr("tensor 'g_a1' (instance 0) needs 2000000 bytes with 5002000 bytes in use"));
-  EXPECT_THAT(failure.what, HasSubstr("budget of 7000000 bytes"));
+  // The core's message (sim/src/ledger.cpp: failure_message), without a time before the run.
+  EXPECT_EQ(failure.what, "out of memory: step 5 (compute on gpu0/compute) allocates tensor 5 'g_a1' (2000000 bytes) "
+                          "on gpu0 before it runs with 5002000 bytes in use; budget is 7000000 bytes");
+  EXPECT_THAT(failure.message(0.0025), HasSubstr("on gpu0 at t=0.002500000s with 5002000 bytes in use"));
   EXPECT_EQ(program.steps.size(), 5u); // steps 0..4 still run
 }
 
@@ -209,8 +210,11 @@ TEST(ExecutionProgram, InitialResidentsOverTheBudgetFailBeforeAnyStep)
   Program program = build_program(chain.plan, chain.trace, pool_of(1001000));
   ASSERT_TRUE(program.failure);
   EXPECT_EQ(program.failure->step, -1);
-  EXPECT_EQ(program.failure->tensor, TensorId{2}); // x and w1 fit, w2 does not
-  EXPECT_THAT(program.failure->what, HasSubstr("initially resident"));
+  EXPECT_EQ(program.failure->kind, FailureKind::out_of_memory);
+  EXPECT_FALSE(program.failure->tensor);
+  // x, w1 and w2 (the core's initial-residency rule), checked together as in the simulators.
+  EXPECT_THAT(program.failure->what, HasSubstr("the tensors resident from the start need 1002000 bytes, budget is "
+                                               "1001000 bytes"));
   EXPECT_TRUE(program.steps.empty());
 }
 
@@ -242,8 +246,9 @@ TEST(ExecutionProgram, FragmentationIsReportedApartFromOutOfMemory)
   ASSERT_TRUE(program.failure);
   EXPECT_EQ(program.failure->kind, FailureKind::fragmentation);
   EXPECT_EQ(program.failure->step, 4);
-  EXPECT_THAT(program.failure->what, HasSubstr("largest free block of the 1024-byte pool is 256 bytes"));
-  EXPECT_THAT(program.failure->what, HasSubstr("512 bytes in use of the budget of 1200 bytes"));
+  EXPECT_EQ(program.failure->largest_free_block, 256u);
+  EXPECT_THAT(program.failure->what, HasSubstr("512 bytes in use of the budget of 1200 bytes, but the largest free "
+                                               "block is 256 bytes"));
 }
 
 TEST(ExecutionProgram, ResidencyErrorsMatchTheSimulatorRules)
@@ -261,7 +266,7 @@ TEST(ExecutionProgram, ResidencyErrorsMatchTheSimulatorRules)
     ASSERT_TRUE(program.failure);
     EXPECT_EQ(program.failure->kind, FailureKind::not_resident);
     EXPECT_EQ(program.failure->step, 2);
-    EXPECT_THAT(program.failure->what, HasSubstr("reads tensor 'a' which is not resident on device 0"));
+    EXPECT_THAT(program.failure->what, HasSubstr("reads tensor 0 'a' (4000000 bytes) but it is not resident on gpu0"));
   }
   {
     Plan plan;
@@ -271,7 +276,7 @@ TEST(ExecutionProgram, ResidencyErrorsMatchTheSimulatorRules)
     Program program = build_program(plan, trace, pool_of(plan.budget_bytes));
     ASSERT_TRUE(program.failure);
     EXPECT_EQ(program.failure->kind, FailureKind::not_resident);
-    EXPECT_THAT(program.failure->what, HasSubstr("frees tensor 'a'"));
+    EXPECT_THAT(program.failure->what, HasSubstr("frees tensor 0 'a'"));
   }
   {
     Plan plan;
@@ -324,4 +329,43 @@ TEST(ExecutionProgram, PipelineFixtureFitsItsBudgetAndReusesBlocks)
   EXPECT_EQ(program.steps.size(), plan.steps.size());
   EXPECT_LE(program.peak_bytes, plan.budget_bytes);
   EXPECT_EQ(program.host_buffers.size(), 6u); // a0..a5 offloaded
+}
+
+// The fixtures tests/sim/core_cases_test.cpp runs on both simulator engines: memsim-cuda's builder must agree.
+TEST(ExecutionProgram, AWeightNoOpReadsStillTakesMemoryFromTheStart)
+{
+  const Trace trace = load_trace(kData / "unused-weight.trace.json");
+  const Plan plan = load_plan(kData / "unused-weight.plan.json");
+  Program program = build_program(plan, trace, pool_of(plan.budget_bytes));
+  ASSERT_TRUE(program.failure);
+  EXPECT_EQ(program.failure->kind, FailureKind::out_of_memory);
+  EXPECT_EQ(program.failure->step, -1);
+  EXPECT_EQ(program.failure->bytes_in_use, 51000000u);
+  EXPECT_THAT(program.failure->what, HasSubstr("the tensors resident from the start need 51000000 bytes, budget is "
+                                               "10000000 bytes"));
+  EXPECT_TRUE(program.steps.empty());
+}
+
+TEST(ExecutionProgram, FreedOuterBlocksFitByBytesButFragmentAnArenaOfTheBudget)
+{
+  const Trace trace = load_trace(kData / "fragment.trace.json");
+  const Plan plan = load_plan(kData / "fragment.plan.json");
+  // An arena with room to spare: only the byte cap counts (the simulators' --allocator bytes).
+  Program roomy = build_program(plan, trace, pool_of(plan.budget_bytes, 2 * plan.budget_bytes));
+  ASSERT_FALSE(roomy.failure) << roomy.failure->what;
+  EXPECT_EQ(roomy.peak_bytes, 3145728u);
+  // An arena of exactly the budget (the simulators' --allocator pool, memsim-cuda --allocator pool).
+  Program exact = build_program(plan, trace, pool_of(plan.budget_bytes, plan.budget_bytes));
+  ASSERT_TRUE(exact.failure);
+  const ProgramFailure& failure = *exact.failure;
+  EXPECT_EQ(failure.kind, FailureKind::fragmentation);
+  EXPECT_EQ(failure.step, 5);
+  EXPECT_EQ(failure.tensor, TensorId{3});
+  EXPECT_EQ(failure.bytes_in_use, 1048576u);
+  EXPECT_EQ(failure.bytes_requested, 2097152u);
+  EXPECT_EQ(failure.largest_free_block, 1048576u);
+  EXPECT_EQ(failure.message(0.003),
+            "out of memory (fragmentation): step 5 (compute on gpu0/compute) allocates tensor 3 'd' (2097152 bytes) "
+            "on gpu0 at t=0.003000000s with 1048576 bytes in use of the budget of 3145728 bytes, but the largest "
+            "free block is 1048576 bytes");
 }

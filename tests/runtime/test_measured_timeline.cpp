@@ -97,8 +97,9 @@ TEST(MeasuredTimeline, OutOfMemoryBecomesTheErrorAtTheMeasuredTimeItWouldHaveSta
   EXPECT_NEAR(result.error->time_s, 2.5e-3, 1e-12); // after prefetch step 4 (2.5 ms) and step 2 (2 ms)
   EXPECT_EQ(result.error->bytes_in_use, 5002000u);
   EXPECT_EQ(result.error->bytes_requested, 2000000u);
-  EXPECT_THAT(result.error->message, HasSubstr("out of memory on device 0 at step 5"));
-  EXPECT_THAT(result.error->message, HasSubstr("(at 0.002500 s, measured)"));
+  EXPECT_EQ(result.error->kind, FailureKind::out_of_memory);
+  EXPECT_THAT(result.error->message, HasSubstr("out of memory: step 5 (compute on gpu0/compute)"));
+  EXPECT_THAT(result.error->message, HasSubstr("on gpu0 at t=0.002500000s with 5002000 bytes in use"));
   EXPECT_EQ(result.timeline.size(), 5u);
 }
 

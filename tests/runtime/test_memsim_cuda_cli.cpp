@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -70,7 +71,32 @@ TEST(MemsimCudaCli, DryRunPrintsStreamsWaitsAndTheOutOfMemoryWithoutAGpu)
   EXPECT_THAT(chain.output, HasSubstr("list-order peak 7003000 bytes"));
   Outcome oom = run("run --dry-run " + fixtures("oom.plan.json"));
   EXPECT_EQ(oom.exit_code, 0);
-  EXPECT_THAT(oom.output, HasSubstr("infeasible (out_of_memory): out of memory on device 0 at step 5"));
+  EXPECT_THAT(oom.output, HasSubstr("infeasible (out_of_memory): out of memory: step 5 (compute on gpu0/compute)"));
+}
+
+// The fixtures of tests/sim/core_cases_test.cpp (both simulator engines) through the dry run.
+TEST(MemsimCudaCli, DryRunReportsTheCoreCasesLikeTheSimulators)
+{
+  auto files = [](const std::string& name) {
+    return "--trace " + kData + "/" + name + ".trace.json --plan " + kData + "/" + name + ".plan.json";
+  };
+  Outcome unused = run("run --dry-run " + files("unused-weight"));
+  EXPECT_EQ(unused.exit_code, 0) << unused.output;
+  EXPECT_THAT(unused.output, HasSubstr("infeasible (out_of_memory): out of memory: device 0 ('gpu0'): the tensors "
+                                       "resident from the start need 51000000 bytes, budget is 10000000 bytes"));
+  Outcome bytes = run("run --dry-run " + files("fragment"));
+  EXPECT_EQ(bytes.exit_code, 0) << bytes.output;
+  EXPECT_THAT(bytes.output, Not(HasSubstr("infeasible")));
+  EXPECT_THAT(bytes.output, HasSubstr("list-order peak 3145728 bytes"));
+  Outcome pool = run("run --dry-run --allocator pool " + files("fragment"));
+  EXPECT_EQ(pool.exit_code, 0) << pool.output;
+  EXPECT_THAT(pool.output, HasSubstr("infeasible (fragmentation): out of memory (fragmentation): step 5 (compute on "
+                                     "gpu0/compute) allocates tensor 3 'd' (2097152 bytes) on gpu0 before it runs "
+                                     "with 1048576 bytes in use of the budget of 3145728 bytes, but the largest free "
+                                     "block is 1048576 bytes"));
+  Outcome unknown = run("run --dry-run --allocator slab " + files("fragment"));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.output, HasSubstr("--allocator: unknown allocator 'slab' (valid: bytes, pool)"));
 }
 
 TEST(MemsimCudaCli, WithoutADeviceItSaysSoAndExitsThree)

@@ -94,6 +94,6 @@ TEST(MemsimCudaGpu, OutOfMemoryIsReportedNotRun)
   nlohmann::json document = run_plan("chain.trace.json", "oom.plan.json", outcome);
   if (document.is_null())
     GTEST_SKIP() << "no CUDA device";
-  EXPECT_THAT(outcome.output, HasSubstr("infeasible: out of memory on device 0 at step 5"));
+  EXPECT_THAT(outcome.output, HasSubstr("infeasible: out of memory: step 5 (compute on gpu0/compute)"));
   EXPECT_EQ(document["measured"]["steps"].size(), 5u);
 }

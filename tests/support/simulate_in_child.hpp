@@ -1,20 +1,95 @@
 #pragma once
 // SimGrid's Engine is one per process, so a test that simulates more than once (or shares its process with other
-// tests, as when the binary is run by hand) simulates in a forked child and gets the result back as JSON.
-#include <cstdio>
-#include "memsim/common/json_io.hpp"
+// tests, as when the binary is run by hand) simulates in a forked child. The child sends the whole RunResult back
+// through a pipe as compact JSON (doubles round-trip exactly, the error with every field), cheap enough for
+// thousands of runs per test.
 #include "memsim/sim/simulator.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
 namespace memsim::test {
 
-inline RunResult simulate_in_child(const Trace& trace, const Machine& machine, const Plan& plan,
-                                   const SimOptions& options = {})
+inline nlohmann::json run_result_to_wire(const RunResult& result)
+{
+  const Metrics& m = result.metrics;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepRecord& r : result.timeline)
+    steps.push_back({r.step, static_cast<int>(r.kind), r.device, r.stream, r.start_s, r.end_s, r.bytes, r.label});
+  nlohmann::json memory = nlohmann::json::array();
+  for (const MemorySample& s : result.memory)
+    memory.push_back({s.device, s.time_s, s.bytes});
+  nlohmann::json wire = {{"metrics",
+                          {m.feasible, m.iteration_time_s, m.compute_busy_s, m.stall_time_s, m.recompute_time_s,
+                           m.peak_device_bytes, m.peak_host_bytes, m.h2d_bytes, m.d2h_bytes, m.p2p_bytes,
+                           m.steps_executed}},
+                         {"steps", std::move(steps)},
+                         {"memory", std::move(memory)}};
+  if (result.error) {
+    const ExecutionError& e = *result.error;
+    wire["error"] = {e.step,
+                     e.tensor ? nlohmann::json(*e.tensor) : nlohmann::json(nullptr),
+                     e.time_s,
+                     e.bytes_in_use,
+                     e.bytes_requested,
+                     e.message,
+                     static_cast<int>(e.kind),
+                     e.device,
+                     e.largest_free_block};
+  }
+  return wire;
+}
+
+inline RunResult run_result_from_wire(const nlohmann::json& wire)
+{
+  RunResult result;
+  const nlohmann::json& m = wire.at("metrics");
+  Metrics& metrics = result.metrics;
+  metrics.feasible = m[0].get<bool>();
+  metrics.iteration_time_s = m[1].get<double>();
+  metrics.compute_busy_s = m[2].get<double>();
+  metrics.stall_time_s = m[3].get<double>();
+  metrics.recompute_time_s = m[4].get<double>();
+  metrics.peak_device_bytes = m[5].get<std::uint64_t>();
+  metrics.peak_host_bytes = m[6].get<std::uint64_t>();
+  metrics.h2d_bytes = m[7].get<std::uint64_t>();
+  metrics.d2h_bytes = m[8].get<std::uint64_t>();
+  metrics.p2p_bytes = m[9].get<std::uint64_t>();
+  metrics.steps_executed = m[10].get<std::size_t>();
+  for (const nlohmann::json& s : wire.at("steps"))
+    result.timeline.push_back(StepRecord{s[0].get<StepId>(), static_cast<StepKind>(s[1].get<int>()), s[2].get<int>(),
+                                         s[3].get<std::string>(), s[4].get<double>(), s[5].get<double>(),
+                                         s[6].get<std::uint64_t>(), s[7].get<std::string>()});
+  for (const nlohmann::json& s : wire.at("memory"))
+    result.memory.push_back(MemorySample{s[0].get<int>(), s[1].get<double>(), s[2].get<std::uint64_t>()});
+  if (wire.contains("error")) {
+    const nlohmann::json& e = wire["error"];
+    ExecutionError error;
+    error.step = e[0].get<StepId>();
+    if (!e[1].is_null())
+      error.tensor = e[1].get<TensorId>();
+    error.time_s = e[2].get<double>();
+    error.bytes_in_use = e[3].get<std::uint64_t>();
+    error.bytes_requested = e[4].get<std::uint64_t>();
+    error.message = e[5].get<std::string>();
+    error.kind = static_cast<FailureKind>(e[6].get<int>());
+    error.device = e[7].get<int>();
+    error.largest_free_block = e[8].get<std::uint64_t>();
+    result.error = std::move(error);
+  }
+  return result;
+}
+
+// Runs `work` in a forked child and returns its result; an exception in the child is rethrown here as
+// std::runtime_error with the same message.
+inline RunResult run_in_child(const std::function<RunResult()>& work)
 {
   int pipe_ends[2];
   if (::pipe(pipe_ends) != 0)
@@ -27,7 +102,7 @@ inline RunResult simulate_in_child(const Trace& trace, const Machine& machine, c
     ::close(pipe_ends[0]);
     nlohmann::json reply;
     try {
-      reply = timeline_to_json(simulate(trace, machine, plan, options));
+      reply = run_result_to_wire(work());
     } catch (const std::exception& error) {
       reply = {{"exception", error.what()}};
     }
@@ -54,34 +129,13 @@ inline RunResult simulate_in_child(const Trace& trace, const Machine& machine, c
   const nlohmann::json reply = nlohmann::json::parse(text);
   if (reply.contains("exception"))
     throw std::runtime_error(reply["exception"].get<std::string>());
+  return run_result_from_wire(reply);
+}
 
-  RunResult result = timeline_from_json(reply, "child");
-  // The metrics as the simulator computed them (not re-derived), and the error in full.
-  const nlohmann::json& metrics = reply["metrics"];
-  result.metrics.feasible = metrics["feasible"].get<bool>();
-  result.metrics.iteration_time_s = metrics["iteration_time_s"].get<double>();
-  result.metrics.compute_busy_s = metrics["compute_busy_s"].get<double>();
-  result.metrics.stall_time_s = metrics["stall_time_s"].get<double>();
-  result.metrics.recompute_time_s = metrics["recompute_time_s"].get<double>();
-  result.metrics.peak_device_bytes = metrics["peak_device_bytes"].get<std::uint64_t>();
-  result.metrics.peak_host_bytes = metrics["peak_host_bytes"].get<std::uint64_t>();
-  result.metrics.h2d_bytes = metrics["h2d_bytes"].get<std::uint64_t>();
-  result.metrics.d2h_bytes = metrics["d2h_bytes"].get<std::uint64_t>();
-  result.metrics.p2p_bytes = metrics["p2p_bytes"].get<std::uint64_t>();
-  result.metrics.steps_executed = metrics["steps_executed"].get<std::size_t>();
-  if (metrics.contains("error")) {
-    const nlohmann::json& error = metrics["error"];
-    ExecutionError execution_error;
-    execution_error.step = error["step"].get<StepId>();
-    if (!error["tensor"].is_null())
-      execution_error.tensor = error["tensor"].get<TensorId>();
-    execution_error.time_s = error["time_s"].get<double>();
-    execution_error.bytes_in_use = error["bytes_in_use"].get<std::uint64_t>();
-    execution_error.bytes_requested = error["bytes_requested"].get<std::uint64_t>();
-    execution_error.message = error["message"].get<std::string>();
-    result.error = execution_error;
-  }
-  return result;
+inline RunResult simulate_in_child(const Trace& trace, const Machine& machine, const Plan& plan,
+                                   const SimOptions& options = {})
+{
+  return run_in_child([&] { return simulate(trace, machine, plan, options); });
 }
 
 } // namespace memsim::test

@@ -3,13 +3,20 @@
 // waits each step needs, and every allocation decided on the host in list order (a valid topological
 // order: deps name earlier steps). Built without CUDA so it is unit-tested everywhere.
 //
+// Memory goes through the execution core the simulators use (memsim/sim/ledger.hpp: the MemoryLedger with the
+// pool allocator, DevicePool placement, the initial-residency rule, one FailureKind and one message format), so
+// the three backends -- SimGrid engine, fast engine, this program -- agree on what fits and on how a plan fails.
+//
 // Approximation (see runtime/README.md): the simulator decides memory in simulated time order, this
 // program in list order. The byte cap is still enforced physically on the GPU: an allocation counts every
 // released block whose release is not ordered before it (through deps, stream order or vector clocks) as
 // still in use, and waits on release events until the request fits. So the GPU never holds more than
 // the budget, OOM happens exactly when the list-order bytes in use plus the request exceed the budget,
-// and the extra waits (memory_waits) are where list order cost time the simulator would not see.
+// and the extra waits (memory_waits) are where list order cost time the simulator would not see. When list
+// order is the simulated order (e.g. a plan on one stream), feasibility, the failure and the peak are the
+// simulator's.
 #include "memsim/planners/plan.hpp"
+#include "memsim/sim/ledger.hpp"
 #include "memsim/traces/trace.hpp"
 
 #include <cstdint>
@@ -62,24 +69,25 @@ struct HostBuffer {
   std::uint64_t bytes = 0;
 };
 
-enum class FailureKind { out_of_memory, fragmentation, not_resident, double_allocation, no_host_copy };
-std::string_view to_string(FailureKind kind);
-
-// Why the plan cannot run past `step` (infeasible result). `what` names step, tensor and bytes; the
-// measured time is added when the timeline is assembled.
+// Why the plan cannot run past `step` (infeasible result): the core's kinds and message (without a time; the
+// measured time is added when the timeline is assembled).
 struct ProgramFailure {
   FailureKind kind = FailureKind::out_of_memory;
   StepId step = -1; // -1: the initially resident tensors do not fit
   std::optional<TensorId> tensor;
   std::uint64_t bytes_in_use = 0;
   std::uint64_t bytes_requested = 0;
+  std::uint64_t largest_free_block = 0;
   std::vector<StepId> after_steps; // steps it would have waited for (its time is the end of the last)
-  std::string what;
+  FailureText text;                // failure_message's parts
+  std::string what;                // failure_message(kind, text): the message before the run
+  std::string message(double time_s) const; // the message at the measured time
 };
 
 struct PoolConfig {
   std::uint64_t budget_bytes = 0; // the cap on exact bytes in use (already resolved: never 0)
-  std::uint64_t arena_bytes = 0;  // bytes the arena really has (>= budget absorbs alignment/fragmentation)
+  std::uint64_t arena_bytes = 0;  // bytes the arena really has (>= budget absorbs alignment/fragmentation; == budget
+                                  // is the simulators' `--allocator pool`)
   std::uint64_t alignment = 256;
 };
 
@@ -98,8 +106,8 @@ struct Program {
   std::size_t plan_step_count = 0;
 };
 
-// Plans memsim-cuda can execute: every step on one device, no send/recv. Throws InputError naming the
-// step ("source: at /steps/N/kind") otherwise.
+// Plans memsim-cuda can execute: every step on one device, no send/recv, deps on earlier steps only. Throws
+// InputError naming the step ("source: at /steps/N/kind") otherwise.
 void check_runtime_supports(const Plan& plan, const std::string& source_name);
 
 // `trace` must already include the plan's extra ops/tensors (trace_with_extras).

@@ -31,6 +31,12 @@ struct Work {
   std::uint64_t bytes = 0;
 };
 
+// Instants closer than this are one instant. SimGrid (the reference) completes together every activity whose
+// completion date is within its surf/precision (default 1e-9 s) of the clock; the fast engine groups events the
+// same way, so that completions equal in exact arithmetic but a few ulps apart in floating point happen at one
+// instant, in step-id order, on both engines.
+inline constexpr double kSimultaneous_s = 1e-9;
+
 // How long work takes. start() returns true when the work takes no time at all (the step finishes at once);
 // advance() moves time to the next instant at which some started work ends and returns that instant, with the
 // steps that ended then (in any order). advance() is called only while work is in flight.

@@ -2,7 +2,9 @@
 // The memory ledger of the execution core: which (instance, tensor) is resident in which memory space (each GPU
 // and the host), bytes in use and peaks, and -- with the pool allocator -- where each block lives. Every
 // executor (SimGrid engine, fast engine, memsim-cuda's program builder) accounts memory through it, so they
-// cannot disagree on what fits.
+// cannot disagree on what fits. The simulators decide in simulated time order, where every release precedes later
+// allocations; memsim-cuda decides in list order on a real GPU, where a released block is reusable only once its
+// release step is ordered before the allocating step (stream_ordered_reuse: placements report the waits).
 #include "memsim/sim/device_pool.hpp"
 #include "memsim/sim/timeline.hpp"
 #include "memsim/traces/trace.hpp"
@@ -27,6 +29,18 @@ struct LedgerConfig {
   AllocatorKind allocator = AllocatorKind::bytes;
   std::uint64_t alignment = 256; // pool blocks are rounded up to this (memsim-cuda's default)
   std::size_t instance_count = 1;
+  // pool: per GPU the arena's size when it differs from the capacity (memsim-cuda's arena has slack beyond the
+  // budget for alignment); empty or 0: the capacity.
+  std::vector<std::uint64_t> arena_bytes;
+  // pool: released blocks stay apart (with their release steps) until settle() says every future allocation is
+  // ordered after the release; allocations pass an Ordering and get the waits their block needs (memsim-cuda).
+  bool stream_ordered_reuse = false;
+};
+
+// What a stream-ordered allocation may reuse without waiting, and the release steps it must wait on.
+struct Ordering {
+  DevicePool::IsOrdered is_ordered;
+  std::vector<StepId> waits; // filled by the allocation
 };
 
 // Why an allocation was refused, with the numbers a message needs.
@@ -47,12 +61,19 @@ public:
   static constexpr int kHost = -1;
 
   bool resident(int space, int instance, TensorId tensor) const { return slots(space)[slot(instance, tensor)] != 0; }
-  // Makes the tensor resident (its full size); a denial leaves the ledger unchanged.
-  std::optional<Denial> allocate(int space, int instance, TensorId tensor, StepId by);
+  // Makes the tensor resident (its full size); a denial leaves the ledger unchanged. `ordering`: see
+  // LedgerConfig::stream_ordered_reuse (nullptr: every release is ordered before).
+  std::optional<Denial> allocate(int space, int instance, TensorId tensor, StepId by, Ordering* ordering = nullptr);
   void release(int space, int instance, TensorId tensor, StepId by);
-  // Anonymous bytes (an op's workspace). `handle` identifies the block for release_bytes.
-  std::optional<Denial> allocate_bytes(int space, std::uint64_t bytes, StepId by, std::uint64_t& handle);
+  // Anonymous bytes (an op's workspace). `handle` identifies the block for release_bytes (pool: its offset).
+  std::optional<Denial> allocate_bytes(int space, std::uint64_t bytes, StepId by, std::uint64_t& handle,
+                                       Ordering* ordering = nullptr);
   void release_bytes(int space, std::uint64_t bytes, std::uint64_t handle, StepId by);
+  // pool: where a resident tensor's block lives (0 with the bytes allocator).
+  std::uint64_t offset(int space, int instance, TensorId tensor) const;
+  // stream_ordered_reuse: forgets the releases every future allocation is ordered after and merges free blocks.
+  void settle(int space, const DevicePool::IsOrdered& ordered_for_all_future);
+  std::uint64_t largest_free_block(int space) const;
 
   std::uint64_t in_use(int space) const { return account(space).in_use; }
   std::uint64_t peak(int space) const { return account(space).peak; }
@@ -78,12 +99,13 @@ private:
   }
   const std::vector<std::uint8_t>& slots(int space) const { return account(space).resident; }
   // Reserves bytes (and a pool block); nullopt on success.
-  std::optional<Denial> reserve(Account& account, std::uint64_t bytes, std::uint64_t& offset);
+  std::optional<Denial> reserve(Account& account, std::uint64_t bytes, std::uint64_t& offset, Ordering* ordering);
   void unreserve(Account& account, std::uint64_t bytes, std::uint64_t offset, StepId by);
 
   const Trace* trace_;
   std::size_t tensor_count_ = 0;
   std::size_t device_count_ = 0;
+  bool stream_ordered_reuse_ = false;
   std::vector<Account> devices_;
   Account host_;
 };
@@ -91,16 +113,23 @@ private:
 // The one message format for failures (every executor). `step` describes the step ("step 3 (compute on
 // gpu0/compute)"), `action` what it did to the object ("allocates", "reads", ...), `object` the tensor or bytes
 // ("tensor 4 'a' (100 bytes)"), `space` the memory space ("gpu0", "host"); `blocked_on` the step a deadlocked one
-// waits for.
+// waits for. Without a time (memsim-cuda's program before it runs) the message says "before it runs" instead.
 struct FailureText {
   std::string step;
   std::string action;
   std::string object;
   std::string space;
-  double time_s = 0;
+  std::optional<double> time_s;
   Denial numbers;
   StepId blocked_on = -1;
 };
 std::string failure_message(FailureKind kind, const FailureText& text);
+// The parts of a FailureText, the same for every executor.
+std::string describe_step(const Step& step);
+std::string describe_tensor(const Trace& trace, TensorId id);
+std::string space_name(int space); // "gpu0", "host"
+// The message when the tensors resident from the start do not fit on `device` (named `name`).
+std::string initial_residents_message(int device, const std::string& name, std::uint64_t needed,
+                                      std::uint64_t capacity);
 
 } // namespace memsim
