@@ -27,7 +27,10 @@ inline RunResult simulate_in_child(const Trace& trace, const Machine& machine, c
     ::close(pipe_ends[0]);
     nlohmann::json reply;
     try {
-      reply = timeline_to_json(simulate(trace, machine, plan, options));
+      const RunResult result = simulate(trace, machine, plan, options);
+      reply = timeline_to_json(result);
+      if (result.realized_plan)
+        reply["realized_plan"] = plan_to_json(*result.realized_plan);
     } catch (const std::exception& error) {
       reply = {{"exception", error.what()}};
     }
@@ -51,11 +54,17 @@ inline RunResult simulate_in_child(const Trace& trace, const Machine& machine, c
   ::waitpid(child, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty())
     throw std::runtime_error("the simulating child process died");
-  const nlohmann::json reply = nlohmann::json::parse(text);
+  nlohmann::json reply = nlohmann::json::parse(text);
   if (reply.contains("exception"))
     throw std::runtime_error(reply["exception"].get<std::string>());
 
+  std::optional<Plan> realized_plan;
+  if (reply.contains("realized_plan")) {
+    realized_plan = plan_from_json(reply["realized_plan"], "child's realized plan");
+    reply.erase("realized_plan");
+  }
   RunResult result = timeline_from_json(reply, "child");
+  result.realized_plan = std::move(realized_plan);
   // The metrics as the simulator computed them (not re-derived), and the error in full.
   const nlohmann::json& metrics = reply["metrics"];
   result.metrics.feasible = metrics["feasible"].get<bool>();
