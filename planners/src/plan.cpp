@@ -105,7 +105,7 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
   const fast_json::Node root = document.root();
   root.expect_format("memsim-plan", 1);
   root.only_keys({"format", "version", "trace", "machine", "planner", "params", "budget_bytes", "steps", "estimate",
-                  "extra_ops", "extra_tensors", "notes"});
+                  "extra_ops", "extra_tensors", "notes", "policy"});
   Plan plan;
   plan.trace = root.get_string("trace", "");
   plan.machine = root.get_string("machine", "");
@@ -142,6 +142,18 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
       OpId id = element.at("id").as_int();
       plan.extra_ops.push_back(op_from_node(element, id));
     }
+  }
+  if (root.has("policy")) {
+    auto policy = root.at("policy");
+    policy.expect_object();
+    policy.only_keys({"name", "params"});
+    PolicyChoice choice;
+    choice.name = policy.at("name").as_string();
+    if (policy.has("params")) {
+      policy.at("params").expect_object();
+      choice.params = policy.at("params").to_json();
+    }
+    plan.policy = std::move(choice);
   }
   auto steps = root.at("steps");
   plan.steps.reserve(steps.size());
@@ -197,6 +209,8 @@ nlohmann::json plan_to_json(const Plan& plan)
       extra.push_back(op_to_json(op));
     document["extra_ops"] = std::move(extra);
   }
+  if (plan.policy)
+    document["policy"] = {{"name", plan.policy->name}, {"params", plan.policy->params}};
   document["steps"] = std::move(steps);
   return document;
 }

@@ -24,6 +24,11 @@ std::string ProgramFailure::message(double time_s) const
 
 void check_runtime_supports(const Plan& plan, const std::string& source_name)
 {
+  if (plan.policy && plan.policy->name != "none")
+    throw InputError(fmt::format("{}: at /policy", source_name),
+                     fmt::format("memsim-cuda runs static plans; this one names the online policy '{}': run it with "
+                                 "`memsim simulate --realized-plan out.json` and give memsim-cuda the realized plan",
+                                 plan.policy->name));
   for (const Step& step : plan.steps) {
     if (step.kind == StepKind::send || step.kind == StepKind::recv)
       throw InputError(fmt::format("{}: at /steps/{}/kind", source_name, step.id),

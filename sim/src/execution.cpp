@@ -1,9 +1,13 @@
 #include "memsim/sim/execution.hpp"
 
+#include "policy_driver.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
+#include <memory>
 #include <queue>
 
 namespace memsim {
@@ -72,7 +76,7 @@ std::vector<std::vector<ResidentTensor>> initial_residents(const Trace& trace, c
 
 namespace {
 
-class Execution {
+class Execution final : private Schedule {
 public:
   Execution(const Trace& trace, const Plan& plan, const ExecutionConfig& config, const OpTime& op_time,
             Physics& physics)
@@ -80,12 +84,11 @@ public:
         ledger_(trace, with_instances(config.memory, plan))
   {
     const std::size_t step_count = plan_.steps.size();
-    std::map<std::pair<int, std::string>, std::size_t> stream_index;
     stream_of_step_.resize(step_count);
     remaining_deps_.resize(step_count);
     successors_.resize(step_count);
     for (const Step& step : plan_.steps) {
-      auto [found, added] = stream_index.emplace(std::make_pair(step.device, step.stream), streams_.size());
+      auto [found, added] = stream_index_.emplace(std::make_pair(step.device, step.stream), streams_.size());
       if (added)
         streams_.push_back(Stream{});
       streams_[found->second].steps.push_back(step.id);
@@ -100,6 +103,8 @@ public:
     records_.resize(step_count);
     executed_.assign(step_count, 0);
     workspace_handle_.assign(step_count, 0);
+    if (config_.policy)
+      policy_ = std::make_unique<PolicyDriver>(*config_.policy, trace_, plan_, static_cast<Schedule&>(*this));
   }
 
   RunResult run()
@@ -112,6 +117,8 @@ public:
     for (std::size_t i = 0; i < records_.size(); ++i)
       if (executed_[i])
         result_.timeline.push_back(std::move(records_[i]));
+    if (config_.build_realized_plan && !result_.error)
+      result_.realized_plan = policy_ ? policy_->realized_plan(plan_) : plan_without_policy();
     result_.metrics = metrics_from_timeline(result_.timeline, result_.memory);
     result_.metrics.feasible = !result_.error;
     result_.metrics.peak_host_bytes = ledger_.peak(MemoryLedger::kHost);
@@ -130,6 +137,37 @@ private:
     std::vector<StepId> steps;
     std::size_t head = 0; // first step not finished
   };
+
+  // Schedule (what the policy driver may do): steps the policy adds get ids after the plan's.
+  const Step& step(StepId id) const override
+  {
+    const auto index = static_cast<std::size_t>(id);
+    return index < plan_.steps.size() ? plan_.steps[index] : added_steps_[index - plan_.steps.size()];
+  }
+  std::size_t step_count() const override { return plan_.steps.size() + added_steps_.size(); }
+  StepId add_step(Step added, std::optional<StepId> run_before) override;
+  void add_dep(StepId id, StepId dep) override
+  {
+    ++remaining_deps_[static_cast<std::size_t>(id)];
+    successors_[static_cast<std::size_t>(dep)].push_back(id);
+  }
+  bool finished(StepId id) const override { return executed_[static_cast<std::size_t>(id)] != 0; }
+  std::optional<StepId> stream_predecessor(StepId id) const override
+  {
+    const Stream& stream = streams_[stream_of_step_[static_cast<std::size_t>(id)]];
+    if (stream.head == 0 || stream.head > stream.steps.size())
+      return std::nullopt;
+    return stream.steps[stream.head - 1];
+  }
+  double now() const override { return now_; }
+  const MemoryLedger& ledger() const override { return ledger_; }
+
+  Plan plan_without_policy() const
+  {
+    Plan plan = plan_;
+    plan.policy.reset();
+    return plan;
+  }
 
   static LedgerConfig with_instances(LedgerConfig memory, const Plan& plan)
   {
@@ -154,7 +192,7 @@ private:
       for (StepId id : finished)
         finish(id);
     }
-    if (!result_.error && executed_count_ < plan_.steps.size())
+    if (!result_.error && executed_count_ < step_count())
       report_deadlock();
   }
 
@@ -248,13 +286,20 @@ private:
   // Starts step `id` at now_: checks and allocations, then its work.
   void start(StepId id)
   {
-    const Step& step = plan_.steps[static_cast<std::size_t>(id)];
+    const Step& step = this->step(id);
+    const auto admission = policy_ ? policy_->admit(id) : PolicyDriver::Admission::start;
+    if (admission == PolicyDriver::Admission::wait)
+      return; // considered again when what the policy added has finished
     StepRecord& record = records_[static_cast<std::size_t>(id)];
     record.step = id;
     record.kind = step.kind;
     record.device = step.device;
     record.stream = step.stream;
     record.start_s = now_;
+    if (admission == PolicyDriver::Admission::skip) {
+      finish(id); // a free of a tensor the policy already moved out: nothing left to do
+      return;
+    }
     std::optional<Work> work;
     switch (step.kind) {
     case StepKind::compute:
@@ -337,13 +382,15 @@ private:
     }
     case StepKind::recv: record.label = trace_.tensor(*step.tensor).name; break;
     }
+    if (policy_)
+      policy_->started(id);
     if (!work || physics_.start(id, *work))
       finish(id);
   }
 
   void finish(StepId id)
   {
-    const Step& step = plan_.steps[static_cast<std::size_t>(id)];
+    const Step& step = this->step(id);
     records_[static_cast<std::size_t>(id)].end_s = now_;
     if (step.op) {
       const std::uint64_t workspace = trace_.op(*step.op).workspace_bytes;
@@ -356,6 +403,8 @@ private:
     ++executed_count_;
     if (result_.error)
       return; // draining work in flight: nothing new starts
+    if (policy_)
+      policy_->finished(id);
     Stream& stream = streams_[stream_of_step_[static_cast<std::size_t>(id)]];
     ++stream.head;
     if (stream.head < stream.steps.size())
@@ -371,7 +420,7 @@ private:
     for (const Stream& stream : streams_) {
       if (stream.head >= stream.steps.size())
         continue;
-      const Step& step = plan_.steps[static_cast<std::size_t>(stream.steps[stream.head])];
+      const Step& step = this->step(stream.steps[stream.head]);
       StepId missing = -1;
       for (StepId dep : step.deps)
         if (!executed_[static_cast<std::size_t>(dep)]) {
@@ -387,6 +436,9 @@ private:
 
   const Trace& trace_;
   const Plan& plan_;
+  std::deque<Step> added_steps_; // by the policy
+  std::unique_ptr<PolicyDriver> policy_;
+  std::map<std::pair<int, std::string>, std::size_t> stream_index_;
   const ExecutionConfig& config_;
   const OpTime& op_time_;
   Physics& physics_;
@@ -403,6 +455,38 @@ private:
   double now_ = 0;
   RunResult result_;
 };
+
+StepId Execution::add_step(Step added, std::optional<StepId> run_before)
+{
+  const auto id = static_cast<StepId>(step_count());
+  added.id = id;
+  std::size_t stream_number = 0;
+  if (run_before) {
+    stream_number = stream_of_step_[static_cast<std::size_t>(*run_before)];
+    Stream& stream = streams_[stream_number];
+    auto position = std::find(stream.steps.begin() + static_cast<std::ptrdiff_t>(stream.head), stream.steps.end(),
+                              *run_before);
+    stream.steps.insert(position, id);
+  } else {
+    auto [found, created] = stream_index_.emplace(std::make_pair(added.device, added.stream), streams_.size());
+    if (created)
+      streams_.push_back(Stream{});
+    stream_number = found->second;
+    streams_[stream_number].steps.push_back(id);
+  }
+  stream_of_step_.push_back(stream_number);
+  records_.emplace_back();
+  executed_.push_back(0);
+  workspace_handle_.push_back(0);
+  successors_.emplace_back();
+  remaining_deps_.push_back(0);
+  for (StepId dep : added.deps)
+    if (!finished(dep))
+      add_dep(id, dep);
+  added_steps_.push_back(std::move(added));
+  consider(id);
+  return id;
+}
 
 } // namespace
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 
@@ -114,6 +115,23 @@ void MemoryLedger::release(int space, int instance, TensorId tensor, StepId by)
   unreserve(target, trace_->tensor(tensor).bytes, target.pool ? target.offset[index] : 0, by);
 }
 
+bool MemoryLedger::fits(int space, const std::vector<std::uint64_t>& sizes) const
+{
+  const Account& target = account(space);
+  std::uint64_t total = 0;
+  for (std::uint64_t bytes : sizes)
+    total += bytes;
+  if (total > target.capacity || target.in_use > target.capacity - total)
+    return false;
+  if (!target.pool)
+    return true;
+  DevicePool trial = *target.pool; // placement depends on the order: place them as the step would
+  for (std::uint64_t bytes : sizes)
+    if (!trial.place(bytes, [](StepId) { return true; }))
+      return false;
+  return true;
+}
+
 std::optional<Denial> MemoryLedger::allocate_bytes(int space, std::uint64_t bytes, StepId by, std::uint64_t& handle,
                                                    Ordering* ordering)
 {
@@ -146,7 +164,7 @@ void MemoryLedger::settle(int space, const DevicePool::IsOrdered& ordered_for_al
 std::uint64_t MemoryLedger::largest_free_block(int space) const
 {
   const Account& target = account(space);
-  return target.pool ? target.pool->largest_free_block() : target.capacity - target.in_use;
+  return target.pool ? target.pool->largest_free_block() : target.capacity - std::min(target.capacity, target.in_use);
 }
 
 std::string failure_message(FailureKind kind, const FailureText& text)

@@ -1,11 +1,14 @@
 #include "memsim/sim/simulator.hpp"
 
+#include "memsim/common/policy_registry.hpp"
 #include "memsim/hwmodels/cost_model.hpp"
+#include "memsim/sim/memory_policy.hpp"
 #include "memsim/sim/fast_engine.hpp"
 #include "memsim/sim/simgrid_engine.hpp"
 
 #include <algorithm>
 #include <array>
+#include <memory>
 
 namespace memsim {
 
@@ -14,6 +17,15 @@ constexpr std::array<std::pair<EngineKind, std::string_view>, 2> kEngineKinds{{
     {EngineKind::simgrid, "simgrid"},
     {EngineKind::fast, "fast"},
 }};
+// The run's policy: the options' choice, else the plan's; none for "none".
+std::unique_ptr<MemoryPolicy> make_policy(const Plan& plan, const SimOptions& options)
+{
+  const std::optional<PolicyChoice>& choice = options.policy ? options.policy : plan.policy;
+  if (!choice || choice->name == "none")
+    return nullptr;
+  const PolicyInfo& info = policy_registry().get(choice->name);
+  return info.make(policy_registry().complete_params(info, choice->params));
+}
 } // namespace
 
 std::string_view to_string(EngineKind kind)
@@ -38,6 +50,9 @@ RunResult simulate(const Trace& trace, const Machine& machine, const Plan& plan,
   const Trace extended = trace_with_extras(trace, plan);
   ExecutionConfig config;
   config.record_timeline = options.record_timeline;
+  config.build_realized_plan = options.realized_plan;
+  const std::unique_ptr<MemoryPolicy> policy = make_policy(plan, options);
+  config.policy = policy.get();
   config.memory.allocator = options.allocator;
   for (const Gpu& gpu : machine.gpus) {
     config.memory.device_capacity.push_back(plan.budget_bytes == 0 ? gpu.memory

@@ -235,11 +235,84 @@ TEST(Cli, ImportersListsTheirOptions)
   EXPECT_THAT(result.output, HasSubstr("    --profile <string>  default \"\": Chrome/Kineto"));
 }
 
-TEST(Cli, PoliciesListsNoneUntilOneRegisters)
+TEST(Cli, PoliciesListsLruSwapWithItsParameter)
 {
   const auto result = run_command(kMemsim + " policies");
   ASSERT_EQ(result.exit_code, 0);
-  EXPECT_THAT(result.output, HasSubstr("no policies registered"));
+  EXPECT_THAT(result.output, HasSubstr("lru-swap\n"));
+  EXPECT_THAT(result.output, HasSubstr("    --policy-param min_bytes=<integer>  default 0 in [0, inf]"));
+}
+
+// Two instances of the appendix op on gpu0 with a 3.5 MB budget: x and w1 of both instances (2.002 MB) and the
+// first a1 fit; the second a1 does not, so lru-swap offloads the first (1 MB over the 1 GB/s uplink: 1 ms).
+const char* kTwoInstanceSteps = R"(
+    {"id": 0, "kind": "compute", "op": 0, "device": 0, "stream": "compute", "deps": []},
+    {"id": 1, "kind": "compute", "op": 0, "device": 0, "stream": "compute", "instance": 1, "deps": []})";
+
+TEST(Cli, SimulateWithAPolicyWritesARealizedPlanThatReplaysTheSame)
+{
+  ScratchDir scratch;
+  const auto plan = write_plan(scratch, kTwoInstanceSteps, 3500000);
+  const auto realized = scratch / "realized.json";
+  for (const char* engine : {"simgrid", "fast"}) {
+    const auto live = run_command(simulate_command(plan, std::string("--json --policy lru-swap --engine ") + engine +
+                                                             " --realized-plan " + quoted(realized)),
+                                  true);
+    ASSERT_EQ(live.exit_code, 0) << live.output;
+    const nlohmann::json metrics = json_of(live);
+    EXPECT_EQ(metrics["feasible"], true);
+    EXPECT_NEAR(metrics["iteration_time_s"].get<double>(), 0.003, 1e-12);
+    EXPECT_EQ(metrics["d2h_bytes"], 1000000);
+    EXPECT_EQ(metrics["peak_device_bytes"], 3002000);
+    const nlohmann::json document = nlohmann::json::parse(read_file(realized));
+    EXPECT_FALSE(document.contains("policy"));
+    ASSERT_EQ(document["steps"].size(), 4u); // compute, offload, free, compute
+    EXPECT_EQ(document["steps"][1]["kind"], "offload");
+    EXPECT_EQ(document["steps"][2]["kind"], "free");
+    EXPECT_EQ(document["steps"][2]["deps"], nlohmann::json::array({1}));
+    EXPECT_EQ(document["steps"][3]["deps"], nlohmann::json::array({2}));
+
+    const auto replay = run_command(simulate_command(realized, std::string("--json --engine ") + engine), true);
+    ASSERT_EQ(replay.exit_code, 0) << replay.output;
+    const nlohmann::json replayed = json_of(replay);
+    for (const char* key : {"feasible", "iteration_time_s", "stall_time_s", "peak_device_bytes", "h2d_bytes",
+                            "d2h_bytes"})
+      EXPECT_EQ(replayed[key], metrics[key]) << key;
+  }
+}
+
+TEST(Cli, ThePlansPolicyRunsUnlessTheCommandLineOverridesIt)
+{
+  ScratchDir scratch;
+  const auto plan = scratch / "plan.json";
+  write_file(plan, R"({"format": "memsim-plan", "version": 1, "trace": "tiny-chain", "machine": "m", "planner": "hand",
+ "budget_bytes": 3500000, "policy": {"name": "lru-swap", "params": {"min_bytes": 0}}, "steps": [)" +
+                       std::string(kTwoInstanceSteps) + "]}");
+  const auto with_plan_policy = run_command(simulate_command(plan, "--json --engine fast"), true);
+  ASSERT_EQ(with_plan_policy.exit_code, 0) << with_plan_policy.output;
+  EXPECT_EQ(json_of(with_plan_policy)["feasible"], true);
+  const auto none = run_command(simulate_command(plan, "--json --engine fast --policy none"), true);
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_EQ(json_of(none)["feasible"], false);
+  const auto large_only = run_command(simulate_command(plan, "--json --engine fast --policy-param min_bytes=2000000"),
+                                      true);
+  ASSERT_EQ(large_only.exit_code, 0) << large_only.output;
+  EXPECT_EQ(json_of(large_only)["feasible"], false);
+}
+
+TEST(Cli, BadPolicyNamesAndParametersExitTwo)
+{
+  ScratchDir scratch;
+  const auto plan = write_plan(scratch, kTwoInstanceSteps, 3500000);
+  const auto unknown = run_command(simulate_command(plan, "--policy no-such"));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.output, HasSubstr("unknown policy 'no-such' (valid: lru-swap)"));
+  const auto bad_value = run_command(simulate_command(plan, "--policy lru-swap --policy-param min_bytes=-1"));
+  EXPECT_EQ(bad_value.exit_code, 2);
+  EXPECT_THAT(bad_value.output, HasSubstr("parameter 'min_bytes' of policy 'lru-swap'"));
+  const auto no_policy = run_command(simulate_command(plan, "--policy-param min_bytes=1"));
+  EXPECT_EQ(no_policy.exit_code, 2);
+  EXPECT_THAT(no_policy.output, HasSubstr("there is no policy to set parameters of"));
 }
 
 TEST(Cli, GenChecksTypesAndRangesOfItsOptions)

@@ -318,6 +318,16 @@ TEST(ExecutionProgram, RejectsSendRecvAndSeveralDevices)
   build.compute(0, {}, 0);
   build.compute(1, {}, 1);
   EXPECT_THROW(check_runtime_supports(two_devices, "p.json"), InputError);
+  Plan with_policy;
+  PlanBuilder(with_policy).compute(0);
+  with_policy.policy = PolicyChoice{"lru-swap", nlohmann::json::object()};
+  try {
+    check_runtime_supports(with_policy, "p.json");
+    FAIL() << "a plan with an online policy accepted";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.where(), "p.json: at /policy");
+    EXPECT_THAT(error.message(), HasSubstr("--realized-plan"));
+  }
 }
 
 TEST(ExecutionProgram, PipelineFixtureFitsItsBudgetAndReusesBlocks)

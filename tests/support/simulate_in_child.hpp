@@ -44,6 +44,8 @@ inline nlohmann::json run_result_to_wire(const RunResult& result)
                      e.device,
                      e.largest_free_block};
   }
+  if (result.realized_plan)
+    wire["realized_plan"] = plan_to_json(*result.realized_plan);
   return wire;
 }
 
@@ -84,6 +86,8 @@ inline RunResult run_result_from_wire(const nlohmann::json& wire)
     error.largest_free_block = e[8].get<std::uint64_t>();
     result.error = std::move(error);
   }
+  if (wire.contains("realized_plan"))
+    result.realized_plan = plan_from_json(wire["realized_plan"], "child's realized plan");
   return result;
 }
 

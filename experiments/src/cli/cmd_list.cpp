@@ -14,14 +14,16 @@
 namespace memsim::cli {
 namespace {
 
-// Planners and policies take `--param name=value`; generators and importers one option per parameter, and
-// generators also appear in experiment files, keyed by the parameter's name.
-enum class ParamSyntax { assignment, option, option_and_key };
+// Planners take `--param name=value`, policies `--policy-param name=value`; generators and importers one option per
+// parameter, and generators also appear in experiment files, keyed by the parameter's name.
+enum class ParamSyntax { assignment, policy_assignment, option, option_and_key };
 
 std::string usage(const ParamSpec& spec, ParamSyntax syntax)
 {
   if (syntax == ParamSyntax::assignment)
     return fmt::format("--param {}=<{}>", spec.name, to_string(spec.type));
+  if (syntax == ParamSyntax::policy_assignment) // memsim simulate --policy NAME --policy-param k=v
+    return fmt::format("--policy-param {}=<{}>", spec.name, to_string(spec.type));
   std::string text = fmt::format("{} <{}>", command_line_flag(spec), to_string(spec.type));
   if (syntax == ParamSyntax::option_and_key && !spec.flag.empty())
     text += fmt::format(" ({} in experiment files)", spec.name);
@@ -59,7 +61,7 @@ void add_list_commands(CLI::App& app, Context&)
   add_list_command(app, "planners", "List the planners, their parameters, defaults and ranges", planner_registry(),
                    ParamSyntax::assignment);
   add_list_command(app, "policies", "List the memory policies, their parameters, defaults and ranges",
-                   policy_registry(), ParamSyntax::assignment);
+                   policy_registry(), ParamSyntax::policy_assignment);
   add_list_command(app, "generators", "List the trace generators (memsim gen), their parameters and ranges",
                    generator_registry(), ParamSyntax::option_and_key);
   add_list_command(app, "importers", "List the trace importers (memsim import), their parameters and ranges",

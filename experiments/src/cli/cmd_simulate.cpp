@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/common/policy_registry.hpp"
 #include "memsim/common/units.hpp"
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/plan.hpp"
@@ -45,6 +46,26 @@ void print_summary(const Metrics& metrics, const std::optional<ExecutionError>& 
   fmt::print("steps executed   {}\n", metrics.steps_executed);
 }
 
+// --policy overrides the plan's policy; --policy-param k=v sets parameters of whichever policy runs.
+std::optional<PolicyChoice> chosen_policy(const Plan& plan, const std::string& name,
+                                          const std::vector<std::string>& assignments)
+{
+  std::optional<PolicyChoice> choice = plan.policy;
+  if (!name.empty())
+    choice = PolicyChoice{name, nlohmann::json::object()};
+  if (!assignments.empty()) {
+    if (!choice || choice->name == "none")
+      throw InputError("--policy-param", "there is no policy to set parameters of (name one with --policy)");
+    const PolicyInfo& info = policy_registry().get(choice->name);
+    const nlohmann::json given = policy_registry().parse_assignments(info, assignments, "--policy-param");
+    for (const auto& [key, value] : given.items())
+      choice->params[key] = value;
+  }
+  if (choice && choice->name != "none") // check name and parameters now, with the flags' names
+    policy_registry().complete_params(policy_registry().get(choice->name), choice->params);
+  return choice;
+}
+
 } // namespace
 
 void add_simulate_command(CLI::App& app, Context&)
@@ -56,6 +77,9 @@ void add_simulate_command(CLI::App& app, Context&)
     std::string timeline;
     std::string engine = "simgrid";
     std::string allocator = "bytes";
+    std::string policy;
+    std::vector<std::string> policy_params;
+    std::string realized_plan;
     bool json = false;
   };
   auto options = std::make_shared<Options>();
@@ -78,6 +102,14 @@ void add_simulate_command(CLI::App& app, Context&)
                       "memsim-cuda's best-fit allocator: fragmentation can make a plan fail)")
       ->check(CLI::IsMember({"bytes", "pool"}))
       ->capture_default_str();
+  command->add_option("--policy", options->policy,
+                      "online memory policy (see `memsim policies`), overriding the plan's `policy`; `none` runs "
+                      "without one");
+  command->add_option("--policy-param", options->policy_params,
+                      "a parameter of the policy as name=value (repeatable)");
+  command->add_option("--realized-plan", options->realized_plan,
+                      "write the static plan of what actually ran (the policy's actions as ordinary steps, with deps "
+                      "that keep it memory-safe); replaying it without a policy gives the same result");
   command->add_flag("--json", options->json, "print the metrics as one JSON object instead of a table");
   command->footer("An infeasible plan (out of memory, tensor not resident) is a result, not an error: exit 0 with "
                   "feasible=false and the failing step, tensor, time and bytes.");
@@ -90,7 +122,14 @@ void add_simulate_command(CLI::App& app, Context&)
     sim_options.record_timeline = !options->timeline.empty();
     sim_options.engine = *engine_kind_from_string(options->engine);
     sim_options.allocator = *allocator_kind_from_string(options->allocator);
+    sim_options.policy = chosen_policy(plan, options->policy, options->policy_params);
+    sim_options.realized_plan = !options->realized_plan.empty();
     RunResult result = simulate(trace, machine, plan, sim_options);
+    if (!options->realized_plan.empty()) {
+      if (!result.realized_plan)
+        throw InputError(options->realized_plan, "the run was not feasible: there is no realized plan to write");
+      save_plan(*result.realized_plan, options->realized_plan);
+    }
     if (!options->timeline.empty())
       write_json_file(timeline_to_json(result, fmt::format("memsim simulate {}", trace.name)), options->timeline);
     if (options->json)

@@ -40,6 +40,13 @@ struct PlanEstimate {
   std::optional<std::uint64_t> peak_bytes;
 };
 
+// The online memory policy a plan runs under (`policy: {name, params}`, DESIGN.md v2): the simulator looks the
+// name up in the policy registry and checks the params there.
+struct PolicyChoice {
+  std::string name;
+  nlohmann::json params = nlohmann::json::object();
+};
+
 // Ids are dense: steps[i].id == i. Deps must name earlier steps (a plan is a DAG in list order).
 struct Plan {
   std::string trace;
@@ -52,6 +59,7 @@ struct Plan {
   // Ops and tensors a planner derives (split micro-ops, fused ops): ids continue after the trace's.
   std::vector<Op> extra_ops;
   std::vector<Tensor> extra_tensors;
+  std::optional<PolicyChoice> policy;
 };
 
 Plan load_plan(const std::filesystem::path& path);

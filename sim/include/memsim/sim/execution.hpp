@@ -48,10 +48,17 @@ public:
   virtual bool idle() const = 0;
 };
 
+class MemoryPolicy;
+
 struct ExecutionConfig {
   LedgerConfig memory;                 // capacities are filled by make_execution_config
   std::vector<std::string> device_names; // for messages
   bool record_timeline = true;
+  // An online memory policy (memory_policy.hpp) consulted during the run; its actions become steps that get ids
+  // after the plan's. One policy object serves one run.
+  MemoryPolicy* policy = nullptr;
+  // Fill RunResult::realized_plan (feasible runs only).
+  bool build_realized_plan = false;
 };
 
 // Capacities from the machine's GPUs and the plan's budget (min of both; 0 = the GPU's memory).

@@ -73,11 +73,13 @@ public:
   std::uint64_t offset(int space, int instance, TensorId tensor) const;
   // stream_ordered_reuse: forgets the releases every future allocation is ordered after and merges free blocks.
   void settle(int space, const DevicePool::IsOrdered& ordered_for_all_future);
-  std::uint64_t largest_free_block(int space) const;
 
   std::uint64_t in_use(int space) const { return account(space).in_use; }
   std::uint64_t peak(int space) const { return account(space).peak; }
   std::uint64_t capacity(int space) const { return account(space).capacity; }
+  std::uint64_t largest_free_block(int space) const; // pool: contiguous; bytes: capacity - in use
+  // Whether allocations of these sizes, made in this order, would all succeed now (changes nothing).
+  bool fits(int space, const std::vector<std::uint64_t>& sizes) const;
 
 private:
   struct Account {

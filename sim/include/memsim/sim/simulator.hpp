@@ -20,6 +20,11 @@ struct SimOptions {
   bool record_timeline = true;
   EngineKind engine = EngineKind::simgrid;
   AllocatorKind allocator = AllocatorKind::bytes;
+  // The memory policy, overriding the plan's `policy` (name "none": run without one). Looked up in the policy
+  // registry; unknown names and parameters are InputErrors.
+  std::optional<PolicyChoice> policy = std::nullopt;
+  // Fill RunResult::realized_plan (when the run is feasible).
+  bool realized_plan = false;
 };
 
 // Never throws for an infeasible plan (OOM, non-resident input): that is Result::feasible == false with

@@ -65,6 +65,9 @@ struct RunResult {
   std::optional<ExecutionError> error;
   std::vector<StepRecord> timeline; // in step-id order (steps not reached are absent)
   std::vector<MemorySample> memory;
+  // What actually ran as a static plan, policy actions included (asked for and the run feasible): replayed without
+  // a policy it gives the same timeline.
+  std::optional<Plan> realized_plan;
 };
 
 // Metrics derived from a timeline (shared by both executors so they compute them identically).

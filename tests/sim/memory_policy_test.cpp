@@ -1,0 +1,384 @@
+// Online memory policies on hand-made traces whose answers are worked out by hand: lru-swap's victim order, the
+// stall of an on-demand fetch, evict + rematerialize (a DTR-like test policy), and the realized plan, whose replay
+// without a policy must give the same run. Every scenario runs on the fast engine in-process and on SimGrid in a
+// forked child (one SimGrid engine per process).
+#include "simulate_in_child.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/policy_registry.hpp"
+#include "memsim/planners/plan.hpp"
+#include "memsim/sim/memory_policy.hpp"
+#include "memsim/sim/simulator.hpp"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace memsim {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr std::uint64_t kMB = 1000000;
+
+// A DTR-like policy for the tests: evict (no copy) the least recently used activation that is not pinned; recompute
+// a missing one from its producer.
+class DropAndRecompute final : public MemoryPolicy {
+public:
+  void on_access(const TensorAccess& access, const PolicyView&) override { last_use_[access.tensor] = ++clock_; }
+  std::vector<PolicyAction> on_allocation_denied(const AllocationDemand& demand, const PolicyView& view) override
+  {
+    std::vector<std::pair<std::uint64_t, TensorSlot>> by_age;
+    for (const auto& [slot, clock] : last_use_)
+      if (slot.space == demand.device && view.trace().tensor(slot.tensor).kind == TensorKind::activation &&
+          view.resident(slot) && !view.pinned(slot))
+        by_age.emplace_back(clock, slot);
+    std::sort(by_age.begin(), by_age.end());
+    std::vector<PolicyAction> actions;
+    std::uint64_t freed = 0;
+    for (const auto& [clock, slot] : by_age) {
+      if (freed >= demand.shortfall())
+        break;
+      actions.push_back(PolicyAction::evict(slot));
+      freed += view.trace().tensor(slot.tensor).bytes;
+    }
+    return actions;
+  }
+  std::vector<PolicyAction> on_missing_tensor(const MissingTensor& missing, const PolicyView&) override
+  {
+    return {PolicyAction::rematerialize(missing.tensor)};
+  }
+
+private:
+  std::uint64_t clock_ = 0;
+  std::map<TensorSlot, std::uint64_t> last_use_;
+};
+
+MEMSIM_REGISTER_POLICY(test_drop_and_recompute, "test-drop-and-recompute", "tests only: evict LRU, recompute",
+                       [] { return std::make_unique<DropAndRecompute>(); });
+
+// One GPU with a direct 1 GB/s link to the host: 1 MB moves in exactly 1 ms.
+Machine one_gpu_machine(double bandwidth = 1e9)
+{
+  Machine machine;
+  machine.name = "one-gpu";
+  machine.gpus = {Gpu{"gpu0", "test-gpu", 16ull << 30, {{"fp32", 10e12}}, 900e9, 0.0}};
+  machine.host.memory = 256ull << 30;
+  machine.links = {Link{"pcie", "gpu0", "host", bandwidth, 0, Duplex::split}};
+  return machine;
+}
+
+// Tensors: x (input) and then `activations` 1 MB each unless `sizes` says otherwise; ops of 1 ms given as
+// (inputs, outputs).
+Trace hand_trace(const std::vector<std::uint64_t>& sizes,
+                 const std::vector<std::pair<std::vector<TensorId>, std::vector<TensorId>>>& ops)
+{
+  Trace trace;
+  trace.name = "hand";
+  trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
+  trace.tensors.push_back(Tensor{0, "x", kMB, TensorKind::input, {}});
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    trace.tensors.push_back(
+        Tensor{static_cast<TensorId>(i + 1), fmt::format("a{}", i), sizes[i], TensorKind::activation, {}});
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    Op op;
+    op.id = static_cast<OpId>(i);
+    op.name = fmt::format("f{}", i);
+    op.type = "linear";
+    op.layer = static_cast<int>(i);
+    op.inputs = ops[i].first;
+    op.outputs = ops[i].second;
+    op.time_s = 0.001;
+    trace.ops.push_back(op);
+  }
+  validate_trace(trace, trace.name);
+  return trace;
+}
+
+Plan all_ops_in_order(const Trace& trace, std::uint64_t budget, std::optional<PolicyChoice> policy)
+{
+  Plan plan;
+  plan.trace = trace.name;
+  plan.machine = "one-gpu";
+  plan.planner = "hand";
+  plan.budget_bytes = budget;
+  plan.policy = std::move(policy);
+  PlanBuilder build(plan);
+  for (const Op& op : trace.ops)
+    build.compute(op.id);
+  return plan;
+}
+
+// f0: x -> a0, f1: a0 -> a1, f2: a1 -> a2, f3: a2 -> a3, f4: a0, a3 -> a4 (2 MB), f5: a1 -> a5; budget 5 MB.
+Trace lru_trace()
+{
+  return hand_trace({kMB, kMB, kMB, kMB, 2 * kMB, kMB},
+                    {{{0}, {1}}, {{1}, {2}}, {{2}, {3}}, {{3}, {4}}, {{1, 4}, {5}}, {{2}, {6}}});
+}
+
+RunResult run(EngineKind engine, const Trace& trace, const Machine& machine, const Plan& plan,
+              std::optional<PolicyChoice> policy = std::nullopt)
+{
+  SimOptions options;
+  options.engine = engine;
+  options.policy = std::move(policy);
+  options.realized_plan = true;
+  return engine == EngineKind::fast ? simulate(trace, machine, plan, options)
+                                    : test::simulate_in_child(trace, machine, plan, options);
+}
+
+// Labels of the records of `kind`, in start order.
+std::vector<std::string> labels_of(const RunResult& result, StepKind kind)
+{
+  std::vector<const StepRecord*> records;
+  for (const StepRecord& record : result.timeline)
+    if (record.kind == kind)
+      records.push_back(&record);
+  std::stable_sort(records.begin(), records.end(),
+                   [](const StepRecord* a, const StepRecord* b) { return a->start_s < b->start_s; });
+  std::vector<std::string> labels;
+  for (const StepRecord* record : records)
+    labels.push_back(record->label);
+  return labels;
+}
+
+const StepRecord& record_labeled(const RunResult& result, StepKind kind, const std::string& label)
+{
+  for (const StepRecord& record : result.timeline)
+    if (record.kind == kind && record.label == label)
+      return record;
+  throw std::runtime_error("no record " + label);
+}
+
+// Same run: metrics, and the same (kind, label, device, stream, start, end) records.
+void expect_same_run(const RunResult& live, const RunResult& replay)
+{
+  ASSERT_TRUE(replay.metrics.feasible) << (replay.error ? replay.error->message : "");
+  EXPECT_DOUBLE_EQ(replay.metrics.iteration_time_s, live.metrics.iteration_time_s);
+  EXPECT_DOUBLE_EQ(replay.metrics.stall_time_s, live.metrics.stall_time_s);
+  EXPECT_DOUBLE_EQ(replay.metrics.compute_busy_s, live.metrics.compute_busy_s);
+  EXPECT_DOUBLE_EQ(replay.metrics.recompute_time_s, live.metrics.recompute_time_s);
+  EXPECT_EQ(replay.metrics.peak_device_bytes, live.metrics.peak_device_bytes);
+  EXPECT_EQ(replay.metrics.peak_host_bytes, live.metrics.peak_host_bytes);
+  EXPECT_EQ(replay.metrics.h2d_bytes, live.metrics.h2d_bytes);
+  EXPECT_EQ(replay.metrics.d2h_bytes, live.metrics.d2h_bytes);
+  auto key = [](const StepRecord& r) { return std::tuple(r.start_s, r.end_s, r.kind, r.label, r.device, r.stream); };
+  std::vector<decltype(key(live.timeline.front()))> live_records, replay_records;
+  for (const StepRecord& record : live.timeline)
+    live_records.push_back(key(record));
+  for (const StepRecord& record : replay.timeline)
+    replay_records.push_back(key(record));
+  std::sort(live_records.begin(), live_records.end());
+  std::sort(replay_records.begin(), replay_records.end());
+  EXPECT_EQ(replay_records, live_records);
+}
+
+class MemoryPolicyOnEngine : public ::testing::TestWithParam<EngineKind> {};
+
+// t=4: f4 needs 2 MB more; a0 and a3 are pinned (f4 reads them), so the LRU victims are a1 (used at f2), then a2
+// (f3): offloads 4-5 and 5-6 ms on the serial policy-d2h stream, f4 runs 6-7. t=7: f5 reads a1 -> fetch; the fetch
+// needs 1 MB: victim a0 (last read by f4 before a3 was) offloaded 7-8, fetch 8-9. t=9: f5 needs 1 MB: a1 is pinned,
+// so a3 goes 9-10; f5 runs 10-11.
+TEST_P(MemoryPolicyOnEngine, LruSwapOffloadsLeastRecentlyUsedFirstAndFetchesOnDemand)
+{
+  const Trace trace = lru_trace();
+  const Machine machine = one_gpu_machine();
+  const Plan plan = all_ops_in_order(trace, 5 * kMB, PolicyChoice{"lru-swap", {}});
+  const RunResult result = run(GetParam(), trace, machine, plan);
+  ASSERT_TRUE(result.metrics.feasible) << (result.error ? result.error->message : "");
+  EXPECT_THAT(labels_of(result, StepKind::offload), ElementsAre("a1", "a2", "a0", "a3"));
+  EXPECT_THAT(labels_of(result, StepKind::prefetch), ElementsAre("a1"));
+  EXPECT_NEAR(record_labeled(result, StepKind::compute, "f4").start_s, 0.006, 1e-12);
+  EXPECT_NEAR(record_labeled(result, StepKind::prefetch, "a1").start_s, 0.008, 1e-12);
+  EXPECT_NEAR(record_labeled(result, StepKind::prefetch, "a1").end_s, 0.009, 1e-12);
+  EXPECT_NEAR(record_labeled(result, StepKind::compute, "f5").start_s, 0.010, 1e-12);
+  EXPECT_NEAR(result.metrics.iteration_time_s, 0.011, 1e-12);
+  EXPECT_NEAR(result.metrics.stall_time_s, 0.005, 1e-12); // 11 ms - 6 ms of compute
+  EXPECT_EQ(result.metrics.d2h_bytes, 4 * kMB);
+  EXPECT_EQ(result.metrics.h2d_bytes, kMB);
+  EXPECT_EQ(result.metrics.peak_device_bytes, 5 * kMB);
+  for (const StepRecord& record : result.timeline) {
+    if (record.kind == StepKind::offload || record.kind == StepKind::prefetch) {
+      EXPECT_THAT(record.stream, ::testing::StartsWith("policy-"));
+    }
+  }
+}
+
+TEST_P(MemoryPolicyOnEngine, WithoutAPolicyTheSamePlanRunsOutOfMemory)
+{
+  const Trace trace = lru_trace();
+  const Plan plan = all_ops_in_order(trace, 5 * kMB, PolicyChoice{"lru-swap", {}});
+  const RunResult result = run(GetParam(), trace, one_gpu_machine(), plan, PolicyChoice{"none", {}});
+  EXPECT_FALSE(result.metrics.feasible);
+  ASSERT_TRUE(result.error);
+  EXPECT_EQ(result.error->step, 4);
+  EXPECT_THAT(result.error->message, HasSubstr("out of memory"));
+}
+
+// f0: x -> a0, f1: x -> a1, f2: a0, a1 -> a2. The plan offloads and frees a0 after f0 but never prefetches it:
+// f0 0-1 ms, offload 1-2, f1 1-2; f2 reads a0 at 2 -> fetched on demand 2-3 ms; f2 runs 3-4.
+// Iteration = 3 ms of compute + 1 ms of fetch.
+TEST_P(MemoryPolicyOnEngine, AnOnDemandFetchStallsTheReadingStep)
+{
+  const Trace trace = hand_trace({kMB, kMB, kMB}, {{{0}, {1}}, {{0}, {2}}, {{1, 2}, {3}}});
+  Plan plan = all_ops_in_order(trace, 0, PolicyChoice{"lru-swap", {}});
+  plan.steps.clear();
+  PlanBuilder build(plan);
+  const StepId f0 = build.compute(0);
+  const StepId offload = build.offload(1, {f0});
+  const StepId free = build.free(1, {offload}, "d2h");
+  build.compute(1);
+  const StepId f2 = build.compute(2, {free});
+  const RunResult result = run(GetParam(), trace, one_gpu_machine(), plan);
+  ASSERT_TRUE(result.metrics.feasible) << (result.error ? result.error->message : "");
+  EXPECT_NEAR(record_labeled(result, StepKind::prefetch, "a0").start_s, 0.002, 1e-12);
+  EXPECT_NEAR(record_labeled(result, StepKind::compute, "f2").start_s, 0.003, 1e-12);
+  EXPECT_NEAR(result.metrics.iteration_time_s, 0.003 + 0.001, 1e-12);
+  EXPECT_NEAR(result.metrics.stall_time_s, 0.001, 1e-12);
+  EXPECT_EQ(result.metrics.h2d_bytes, kMB);
+
+  const RunResult without = run(GetParam(), trace, one_gpu_machine(), plan, PolicyChoice{"none", {}});
+  ASSERT_TRUE(without.error);
+  EXPECT_THAT(without.error->message, HasSubstr("not resident"));
+  EXPECT_EQ(without.error->step, f2);
+}
+
+TEST_P(MemoryPolicyOnEngine, ReplayingTheRealizedPlanWithoutAPolicyGivesTheSameRun)
+{
+  const Trace trace = lru_trace();
+  const Machine machine = one_gpu_machine();
+  const RunResult live = run(GetParam(), trace, machine, all_ops_in_order(trace, 5 * kMB, PolicyChoice{"lru-swap", {}}));
+  ASSERT_TRUE(live.realized_plan);
+  const Plan& realized = *live.realized_plan;
+  EXPECT_FALSE(realized.policy);
+  ASSERT_EQ(realized.steps.size(), 6u + 4u + 4u + 1u); // ops, offloads, their frees, the fetch
+  const RunResult replay = run(GetParam(), trace, machine, realized);
+  expect_same_run(live, replay);
+}
+
+// Memory-safe under any timing: the realized plan stays feasible with a 10x slower or faster host link.
+TEST_P(MemoryPolicyOnEngine, TheRealizedPlanIsMemorySafeUnderOtherTimings)
+{
+  const Trace trace = lru_trace();
+  const RunResult live =
+      run(GetParam(), trace, one_gpu_machine(), all_ops_in_order(trace, 5 * kMB, PolicyChoice{"lru-swap", {}}));
+  ASSERT_TRUE(live.realized_plan);
+  for (double bandwidth : {1e8, 1e10}) {
+    const RunResult other = run(GetParam(), trace, one_gpu_machine(bandwidth), *live.realized_plan);
+    EXPECT_TRUE(other.metrics.feasible) << (other.error ? other.error->message : "");
+    EXPECT_EQ(other.metrics.d2h_bytes, 4 * kMB);
+    EXPECT_LE(other.metrics.peak_device_bytes, 5 * kMB);
+  }
+}
+
+// f0: x -> a0, f1: a0 -> a1, f2: a1 -> a2, f3: a0, a2 -> a3, f4: a1 -> a4; budget 4 MB.
+// t=3: f3 needs 1 MB, a0/a2 pinned: a1 is evicted (no copy, no time); f3 runs 3-4. t=4: f4 reads a1 -> recompute
+// f1 (reads a0, pinned); it needs 1 MB: evict a2 (read by f3 before a3 was written); recompute 4-5 ms. t=5: f4
+// needs 1 MB: a1 is pinned, a0 was read by the recompute after a3 was written: evict a3. f4 runs 5-6 ms.
+TEST_P(MemoryPolicyOnEngine, EvictAndRematerializeRecomputeTheProducer)
+{
+  const Trace trace =
+      hand_trace({kMB, kMB, kMB, kMB, kMB}, {{{0}, {1}}, {{1}, {2}}, {{2}, {3}}, {{1, 3}, {4}}, {{2}, {5}}});
+  const Machine machine = one_gpu_machine();
+  const RunResult live =
+      run(GetParam(), trace, machine, all_ops_in_order(trace, 4 * kMB, PolicyChoice{"test-drop-and-recompute", {}}));
+  ASSERT_TRUE(live.metrics.feasible) << (live.error ? live.error->message : "");
+  EXPECT_THAT(labels_of(live, StepKind::free), ElementsAre("a1", "a2", "a3"));
+  EXPECT_THAT(labels_of(live, StepKind::recompute), ElementsAre("f1"));
+  EXPECT_NEAR(live.metrics.recompute_time_s, 0.001, 1e-12);
+  EXPECT_NEAR(live.metrics.iteration_time_s, 0.006, 1e-12);
+  EXPECT_EQ(live.metrics.d2h_bytes + live.metrics.h2d_bytes, 0u);
+  EXPECT_EQ(live.metrics.peak_device_bytes, 4 * kMB);
+  ASSERT_TRUE(live.realized_plan);
+  expect_same_run(live, run(GetParam(), trace, machine, *live.realized_plan));
+}
+
+// A policy that is never needed changes nothing, and the realized plan is the plan itself.
+TEST_P(MemoryPolicyOnEngine, APolicyThatIsNeverNeededChangesNothing)
+{
+  const Trace trace = lru_trace();
+  const Machine machine = one_gpu_machine();
+  const Plan plan = all_ops_in_order(trace, 0, std::nullopt);
+  const RunResult without = run(GetParam(), trace, machine, plan);
+  const RunResult with = run(GetParam(), trace, machine, plan, PolicyChoice{"lru-swap", {}});
+  expect_same_run(without, with);
+  ASSERT_TRUE(without.realized_plan && with.realized_plan);
+  EXPECT_EQ(plan_to_json(*with.realized_plan), plan_to_json(plan));
+  EXPECT_EQ(plan_to_json(*without.realized_plan), plan_to_json(plan));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, MemoryPolicyOnEngine, ::testing::Values(EngineKind::fast, EngineKind::simgrid),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+// With the pool allocator the policy is asked until the step's blocks can be placed, and the replay (with the pool
+// too) is the same run.
+TEST(MemoryPolicy, LruSwapWithThePoolAllocatorReplaysTheSame)
+{
+  const Trace trace = lru_trace();
+  SimOptions options;
+  options.engine = EngineKind::fast;
+  options.allocator = AllocatorKind::pool;
+  options.realized_plan = true;
+  const RunResult live =
+      simulate(trace, one_gpu_machine(), all_ops_in_order(trace, 6 * kMB, PolicyChoice{"lru-swap", {}}), options);
+  ASSERT_TRUE(live.metrics.feasible) << (live.error ? live.error->message : "");
+  EXPECT_GT(live.metrics.d2h_bytes, 0u);
+  ASSERT_TRUE(live.realized_plan);
+  expect_same_run(live, simulate(trace, one_gpu_machine(), *live.realized_plan, options));
+}
+
+TEST(MemoryPolicy, LruSwapMinBytesLeavesSmallTensorsAlone)
+{
+  const Trace trace = lru_trace();
+  const Plan plan = all_ops_in_order(trace, 5 * kMB, PolicyChoice{"lru-swap", {{"min_bytes", 2 * kMB}}});
+  SimOptions options;
+  options.engine = EngineKind::fast;
+  const RunResult result = simulate(trace, one_gpu_machine(), plan, options);
+  ASSERT_TRUE(result.error); // only a4 is that large, and nothing needs room after it is written
+  EXPECT_EQ(result.error->step, 4);
+}
+
+TEST(MemoryPolicy, UnknownPoliciesAndParametersAreInputErrors)
+{
+  const Trace trace = lru_trace();
+  SimOptions options;
+  options.engine = EngineKind::fast;
+  options.policy = PolicyChoice{"no-such-policy", {}};
+  const Plan plan = all_ops_in_order(trace, 0, std::nullopt);
+  EXPECT_THROW(
+      {
+        try {
+          simulate(trace, one_gpu_machine(), plan, options);
+        } catch (const InputError& error) {
+          EXPECT_THAT(error.what(), HasSubstr("unknown policy 'no-such-policy' (valid: "));
+          EXPECT_THAT(error.what(), HasSubstr("lru-swap"));
+          throw;
+        }
+      },
+      InputError);
+  options.policy = PolicyChoice{"lru-swap", {{"no_such_param", 1}}};
+  EXPECT_THROW(simulate(trace, one_gpu_machine(), plan, options), InputError);
+}
+
+TEST(MemoryPolicy, ThePlanPolicyFieldRoundTrips)
+{
+  Plan plan = all_ops_in_order(lru_trace(), 5 * kMB, PolicyChoice{"lru-swap", {{"min_bytes", 10}}});
+  const nlohmann::json document = plan_to_json(plan);
+  EXPECT_EQ(document["policy"], (nlohmann::json{{"name", "lru-swap"}, {"params", {{"min_bytes", 10}}}}));
+  const Plan back = plan_from_json(document, "round trip");
+  ASSERT_TRUE(back.policy);
+  EXPECT_EQ(back.policy->name, "lru-swap");
+  EXPECT_EQ(back.policy->params, (nlohmann::json{{"min_bytes", 10}}));
+  EXPECT_EQ(plan_to_json(back), document);
+  plan.policy.reset();
+  EXPECT_FALSE(plan_to_json(plan).contains("policy"));
+}
+
+} // namespace
+} // namespace memsim
