@@ -4,6 +4,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/files.hpp"
+#include "memsim/common/huge_pages.hpp"
 
 #include <fmt/format.h>
 
@@ -78,8 +79,16 @@ Document::Document(const std::string& text, std::string source_name, std::string
   // Room for a somewhat larger next document; pages never touched cost nothing.
   if (parser_->capacity() < text.size()) {
     const std::size_t capacity = std::min(text.size() + text.size() / 2, parser_->max_capacity());
-    if (parser_->allocate(std::max(capacity, text.size())))
+    // The document's tape is sized here too (simdjson would size it to this text alone at parse time).
+    const std::size_t wanted = std::max(capacity, text.size());
+    if (parser_->allocate(wanted) || parser_->doc.allocate(wanted)) {
       parser_ = std::make_unique<dom::parser>(); // let parse() report the failure
+    } else {
+      // Fresh buffers of several times the text's size, written once per parse (sizes as simdjson allocates them).
+      advise_huge_pages(parser_->doc.tape.get(), wanted * sizeof(std::uint64_t));
+      advise_huge_pages(parser_->doc.string_buf.get(), 5 * wanted / 3);
+      advise_huge_pages(parser_->implementation->structural_indexes.get(), wanted * sizeof(std::uint32_t));
+    }
   }
   // simdjson copies the text into a padded buffer unless the string's spare capacity is enough padding.
   const bool has_bom = std::string_view(text).starts_with("\xEF\xBB\xBF"); // nlohmann skips a byte order mark

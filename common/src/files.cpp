@@ -1,6 +1,7 @@
 #include "memsim/common/files.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/common/huge_pages.hpp"
 
 #include <fstream>
 
@@ -17,6 +18,7 @@ std::string read_text_file(const std::filesystem::path& path)
   // Sized once: fresh pages are costly, and a growing buffer touches about three times the file's size.
   std::string text;
   text.reserve(static_cast<std::size_t>(size) + kReadSlack);
+  advise_huge_pages(text.data(), text.capacity());
   text.resize(static_cast<std::size_t>(size));
   in.seekg(0);
   if (!in.read(text.data(), size))

@@ -80,24 +80,10 @@ public:
         ledger_(trace, with_instances(config.memory, plan))
   {
     const std::size_t step_count = plan_.steps.size();
-    std::map<std::pair<int, std::string>, std::size_t> stream_index;
-    stream_of_step_.resize(step_count);
-    remaining_deps_.resize(step_count);
-    successors_.resize(step_count);
-    for (const Step& step : plan_.steps) {
-      auto [found, added] = stream_index.emplace(std::make_pair(step.device, step.stream), streams_.size());
-      if (added)
-        streams_.push_back(Stream{});
-      streams_[found->second].steps.push_back(step.id);
-      stream_of_step_[static_cast<std::size_t>(step.id)] = found->second;
-      std::vector<StepId> deps = step.deps;
-      std::sort(deps.begin(), deps.end());
-      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      remaining_deps_[static_cast<std::size_t>(step.id)] = static_cast<int>(deps.size());
-      for (StepId dep : deps)
-        successors_[static_cast<std::size_t>(dep)].push_back(step.id);
-    }
-    records_.resize(step_count);
+    index_streams();
+    index_deps();
+    start_s_.assign(step_count, 0.0);
+    end_s_.assign(step_count, 0.0);
     executed_.assign(step_count, 0);
     workspace_handle_.assign(step_count, 0);
   }
@@ -109,27 +95,114 @@ public:
         consider(stream.steps.front());
       loop();
     }
-    for (std::size_t i = 0; i < records_.size(); ++i)
-      if (executed_[i])
-        result_.timeline.push_back(std::move(records_[i]));
-    result_.metrics = metrics_from_timeline(result_.timeline, result_.memory);
+    MetricsAccumulator metrics;
+    if (config_.record_timeline)
+      result_.timeline.reserve(executed_count_);
+    for (std::size_t i = 0; i < executed_.size(); ++i) {
+      if (!executed_[i])
+        continue;
+      const Step& step = plan_.steps[i];
+      metrics.add(step.kind, step.device, step.stream, start_s_[i], end_s_[i], step_bytes(step));
+      if (config_.record_timeline)
+        result_.timeline.push_back(record_of(step));
+    }
+    result_.metrics = metrics.finish(result_.memory);
     result_.metrics.feasible = !result_.error;
     result_.metrics.peak_host_bytes = ledger_.peak(MemoryLedger::kHost);
     result_.metrics.peak_device_bytes = 0;
     for (std::size_t d = 0; d < ledger_.device_count(); ++d)
       result_.metrics.peak_device_bytes = std::max(result_.metrics.peak_device_bytes, ledger_.peak(static_cast<int>(d)));
-    if (!config_.record_timeline) {
-      result_.timeline.clear();
+    if (!config_.record_timeline)
       result_.memory.clear();
-    }
     return std::move(result_);
   }
 
 private:
   struct Stream {
+    int device = 0;
+    const std::string* name = nullptr;
     std::vector<StepId> steps;
     std::size_t head = 0; // first step not finished
   };
+
+  // Streams in order of first appearance, and each step's stream.
+  void index_streams()
+  {
+    std::map<std::pair<int, std::string_view>, std::size_t> stream_index;
+    stream_of_step_.resize(plan_.steps.size());
+    std::size_t last = 0; // consecutive steps mostly share a stream
+    for (const Step& step : plan_.steps) {
+      if (last >= streams_.size() || streams_[last].device != step.device || *streams_[last].name != step.stream) {
+        auto [found, added] = stream_index.emplace(std::make_pair(step.device, std::string_view(step.stream)),
+                                                   streams_.size());
+        if (added)
+          streams_.push_back(Stream{step.device, &step.stream, {}, 0});
+        last = found->second;
+      }
+      streams_[last].steps.push_back(step.id);
+      stream_of_step_[static_cast<std::size_t>(step.id)] = last;
+    }
+  }
+
+  // Each step's count of distinct deps, and the steps that wait on each step (successors_ from
+  // successor_begin_[id] to successor_begin_[id + 1], in step-id order).
+  void index_deps()
+  {
+    const std::size_t step_count = plan_.steps.size();
+    remaining_deps_.assign(step_count, 0);
+    successor_begin_.assign(step_count + 1, 0);
+    std::vector<StepId> scratch;
+    auto distinct_deps = [&scratch](const Step& step) -> const std::vector<StepId>& {
+      const std::vector<StepId>& deps = step.deps;
+      if (std::adjacent_find(deps.begin(), deps.end(), std::greater_equal<>()) == deps.end())
+        return deps; // already increasing: the usual case
+      scratch.assign(deps.begin(), deps.end());
+      std::sort(scratch.begin(), scratch.end());
+      scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
+      return scratch;
+    };
+    for (const Step& step : plan_.steps) {
+      const std::vector<StepId>& deps = distinct_deps(step);
+      remaining_deps_[static_cast<std::size_t>(step.id)] = static_cast<int>(deps.size());
+      for (StepId dep : deps)
+        ++successor_begin_[static_cast<std::size_t>(dep) + 1];
+    }
+    for (std::size_t i = 0; i < step_count; ++i)
+      successor_begin_[i + 1] += successor_begin_[i];
+    successors_.resize(successor_begin_[step_count]);
+    std::vector<std::size_t> next(successor_begin_.begin(), successor_begin_.end() - 1);
+    for (const Step& step : plan_.steps)
+      for (StepId dep : distinct_deps(step))
+        successors_[next[static_cast<std::size_t>(dep)]++] = step.id;
+  }
+
+  // What a finished step's record holds.
+  std::uint64_t step_bytes(const Step& step) const
+  {
+    switch (step.kind) {
+    case StepKind::compute:
+    case StepKind::recompute: {
+      std::uint64_t bytes = 0;
+      for (TensorId output : trace_.op(*step.op).outputs)
+        bytes += trace_.tensor(output).bytes;
+      return bytes;
+    }
+    case StepKind::recv: return 0;
+    default: return trace_.tensor(*step.tensor).bytes;
+    }
+  }
+  StepRecord record_of(const Step& step) const
+  {
+    const auto index = static_cast<std::size_t>(step.id);
+    return StepRecord{step.id,
+                      step.kind,
+                      step.device,
+                      step.stream,
+                      start_s_[index],
+                      end_s_[index],
+                      step_bytes(step),
+                      step.op ? trace_.op(*step.op).name : trace_.tensor(*step.tensor).name};
+  }
 
   static LedgerConfig with_instances(LedgerConfig memory, const Plan& plan)
   {
@@ -257,26 +330,18 @@ private:
   void start(StepId id)
   {
     const Step& step = plan_.steps[static_cast<std::size_t>(id)];
-    StepRecord& record = records_[static_cast<std::size_t>(id)];
-    record.step = id;
-    record.kind = step.kind;
-    record.device = step.device;
-    record.stream = step.stream;
-    record.start_s = now_;
+    start_s_[static_cast<std::size_t>(id)] = now_;
     std::optional<Work> work;
     switch (step.kind) {
     case StepKind::compute:
     case StepKind::recompute: {
       const Op& op = trace_.op(*step.op);
-      record.label = op.name;
       for (TensorId input : op.inputs)
         if (!require_resident(step, step.device, input, "reads"))
           return;
-      for (TensorId output : op.outputs) {
+      for (TensorId output : op.outputs)
         if (!allocate(step, step.device, output))
           return;
-        record.bytes += trace_.tensor(output).bytes;
-      }
       if (op.workspace_bytes > 0) {
         auto denial = ledger_.allocate_bytes(step.device, op.workspace_bytes, step.id,
                                              workspace_handle_[static_cast<std::size_t>(id)]);
@@ -293,8 +358,7 @@ private:
     }
     case StepKind::offload: {
       const TensorId tensor = *step.tensor;
-      record.label = trace_.tensor(tensor).name;
-      record.bytes = trace_.tensor(tensor).bytes;
+      const std::uint64_t bytes = trace_.tensor(tensor).bytes;
       if (!require_resident(step, step.device, tensor, "offloads"))
         return;
       if (!ledger_.resident(MemoryLedger::kHost, step.instance, tensor)) {
@@ -304,28 +368,25 @@ private:
           return;
         }
       }
-      work = Work{Work::Kind::transfer, 0, 0, step.device, kHostNode, record.bytes};
+      work = Work{Work::Kind::transfer, 0, 0, step.device, kHostNode, bytes};
       break;
     }
     case StepKind::prefetch: {
       const TensorId tensor = *step.tensor;
-      record.label = trace_.tensor(tensor).name;
-      record.bytes = trace_.tensor(tensor).bytes;
+      const std::uint64_t bytes = trace_.tensor(tensor).bytes;
       if (!ledger_.resident(MemoryLedger::kHost, step.instance, tensor)) {
         fail(FailureKind::no_host_copy, &step, tensor, step.device,
              FailureText{describe(step), "prefetches", describe_tensor(tensor), "", 0,
-                         Denial{FailureKind::no_host_copy, ledger_.in_use(step.device), record.bytes, 0, 0}, -1});
+                         Denial{FailureKind::no_host_copy, ledger_.in_use(step.device), bytes, 0, 0}, -1});
         return;
       }
       if (!allocate(step, step.device, tensor))
         return;
-      work = Work{Work::Kind::transfer, 0, 0, kHostNode, step.device, record.bytes};
+      work = Work{Work::Kind::transfer, 0, 0, kHostNode, step.device, bytes};
       break;
     }
     case StepKind::free: {
       const TensorId tensor = *step.tensor;
-      record.label = trace_.tensor(tensor).name;
-      record.bytes = trace_.tensor(tensor).bytes;
       if (!require_resident(step, step.device, tensor, "frees"))
         return;
       ledger_.release(step.device, step.instance, tensor, step.id);
@@ -334,16 +395,15 @@ private:
     }
     case StepKind::send: {
       const TensorId tensor = *step.tensor;
-      record.label = trace_.tensor(tensor).name;
-      record.bytes = trace_.tensor(tensor).bytes;
+      const std::uint64_t bytes = trace_.tensor(tensor).bytes;
       if (!require_resident(step, step.device, tensor, "sends"))
         return;
       if (!allocate(step, *step.peer, tensor))
         return;
-      work = Work{Work::Kind::transfer, 0, 0, step.device, *step.peer, record.bytes};
+      work = Work{Work::Kind::transfer, 0, 0, step.device, *step.peer, bytes};
       break;
     }
-    case StepKind::recv: record.label = trace_.tensor(*step.tensor).name; break;
+    case StepKind::recv: break;
     }
     if (!work || physics_.start(id, *work))
       finish(id);
@@ -352,7 +412,7 @@ private:
   void finish(StepId id)
   {
     const Step& step = plan_.steps[static_cast<std::size_t>(id)];
-    records_[static_cast<std::size_t>(id)].end_s = now_;
+    end_s_[static_cast<std::size_t>(id)] = now_;
     if (step.op) {
       const std::uint64_t workspace = trace_.op(*step.op).workspace_bytes;
       if (workspace > 0) {
@@ -368,9 +428,10 @@ private:
     ++stream.head;
     if (stream.head < stream.steps.size())
       consider(stream.steps[stream.head]);
-    for (StepId successor : successors_[static_cast<std::size_t>(id)])
-      if (--remaining_deps_[static_cast<std::size_t>(successor)] == 0)
-        consider(successor);
+    for (std::size_t i = successor_begin_[static_cast<std::size_t>(id)];
+         i < successor_begin_[static_cast<std::size_t>(id) + 1]; ++i)
+      if (--remaining_deps_[static_cast<std::size_t>(successors_[i])] == 0)
+        consider(successors_[i]);
   }
 
   // Nothing is in flight or ready, yet steps remain: the first blocked stream names the dep it waits for.
@@ -402,8 +463,10 @@ private:
   std::vector<Stream> streams_;
   std::vector<std::size_t> stream_of_step_;
   std::vector<int> remaining_deps_;
-  std::vector<std::vector<StepId>> successors_;
-  std::vector<StepRecord> records_;
+  std::vector<std::size_t> successor_begin_;
+  std::vector<StepId> successors_;
+  std::vector<double> start_s_;
+  std::vector<double> end_s_;
   std::vector<std::uint8_t> executed_;
   std::vector<std::uint64_t> workspace_handle_;
   std::size_t executed_count_ = 0;

@@ -2,6 +2,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/files.hpp"
+#include "memsim/common/huge_pages.hpp"
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -54,6 +55,7 @@ std::string read_possibly_gzipped(const std::filesystem::path& path)
   // growing buffer touches about three times the text's size.
   std::string text;
   text.reserve(expected_size(path) + kReadSlack);
+  advise_huge_pages(text.data(), text.capacity());
   char buffer[1 << 16];
   for (;;) {
     int count = gzread(file.get(), buffer, sizeof buffer);
