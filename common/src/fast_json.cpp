@@ -126,7 +126,8 @@ void Node::fail(const std::string& message) const { throw InputError(where(), me
 Node Node::child(dom::element value, Segment segment) const
 {
   Node result(value, document_);
-  result.folded_ = folded_;
+  if (!folded_.empty())
+    result.folded_ = folded_;
   if (depth_ == kInlineDepth) {
     // Deeper than the inline segments: keep the formatted prefix as a string from here on.
     std::string prefix = path();
@@ -135,7 +136,7 @@ Node Node::child(dom::element value, Segment segment) const
     result.depth_ = 1;
     return result;
   }
-  result.segments_ = segments_;
+  std::copy_n(segments_.begin(), depth_, result.segments_.begin());
   result.segments_[depth_] = segment;
   result.depth_ = depth_ + 1;
   return result;
@@ -158,9 +159,13 @@ std::optional<dom::element> Node::lookup(std::string_view key) const
 {
   if (!value_.is_object())
     return std::nullopt;
-  for (const dom::key_value_pair field : object_of(value_))
-    if (field.key == key)
-      return field.value;
+  // Keys are short: comparing the first byte before the rest skips most calls to memcmp.
+  const dom::object object = object_of(value_);
+  for (auto field = object.begin(); field != object.end(); ++field) {
+    const std::string_view name = field.key();
+    if (name.size() == key.size() && (key.empty() || name[0] == key[0]) && name == key)
+      return field.value();
+  }
   return std::nullopt;
 }
 

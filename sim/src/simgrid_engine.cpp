@@ -65,12 +65,10 @@ public:
         if (index >= 0)
           take(static_cast<std::size_t>(index), finished);
       }
-      // Everything else that ended at this instant, and the timers that are due.
-      for (std::size_t i = 0; i < running_.size();)
-        if (running_[i]->test())
-          take(i, finished);
-        else
-          ++i;
+      // Everything else that ended at this instant (one simcall per ended activity plus one, instead of a test()
+      // of every activity in flight), and the timers that are due.
+      for (ssize_t index; !running_.empty() && (index = s4u::Activity::test_any(running_)) >= 0;)
+        take(static_cast<std::size_t>(index), finished);
       if (timer != timers_.end()) {
         const double due = timer->ready_at;
         if (due <= s4u::Engine::get_clock())

@@ -2,7 +2,6 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/files.hpp"
-#include "memsim/common/huge_pages.hpp"
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -53,9 +52,7 @@ std::string read_possibly_gzipped(const std::filesystem::path& path)
     throw InputError(path.string(), "cannot open file");
   // Reserved once for the likely size (gzip's trailer holds the plain size mod 2^32): fresh pages are costly, and a
   // growing buffer touches about three times the text's size.
-  std::string text;
-  text.reserve(expected_size(path) + kReadSlack);
-  advise_huge_pages(text.data(), text.capacity());
+  std::string text = text_buffer(expected_size(path) + kReadSlack);
   char buffer[1 << 16];
   for (;;) {
     int count = gzread(file.get(), buffer, sizeof buffer);
