@@ -4,6 +4,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/files.hpp"
+#include "memsim/common/huge_pages.hpp"
 
 #include <fmt/format.h>
 
@@ -78,8 +79,16 @@ Document::Document(const std::string& text, std::string source_name, std::string
   // Room for a somewhat larger next document; pages never touched cost nothing.
   if (parser_->capacity() < text.size()) {
     const std::size_t capacity = std::min(text.size() + text.size() / 2, parser_->max_capacity());
-    if (parser_->allocate(std::max(capacity, text.size())))
+    // The document's tape is sized here too (simdjson would size it to this text alone at parse time).
+    const std::size_t wanted = std::max(capacity, text.size());
+    if (parser_->allocate(wanted) || parser_->doc.allocate(wanted)) {
       parser_ = std::make_unique<dom::parser>(); // let parse() report the failure
+    } else {
+      // Fresh buffers of several times the text's size, written once per parse (sizes as simdjson allocates them).
+      advise_huge_pages(parser_->doc.tape.get(), wanted * sizeof(std::uint64_t));
+      advise_huge_pages(parser_->doc.string_buf.get(), 5 * wanted / 3);
+      advise_huge_pages(parser_->implementation->structural_indexes.get(), wanted * sizeof(std::uint32_t));
+    }
   }
   // simdjson copies the text into a padded buffer unless the string's spare capacity is enough padding.
   const bool has_bom = std::string_view(text).starts_with("\xEF\xBB\xBF"); // nlohmann skips a byte order mark
@@ -117,7 +126,8 @@ void Node::fail(const std::string& message) const { throw InputError(where(), me
 Node Node::child(dom::element value, Segment segment) const
 {
   Node result(value, document_);
-  result.folded_ = folded_;
+  if (!folded_.empty())
+    result.folded_ = folded_;
   if (depth_ == kInlineDepth) {
     // Deeper than the inline segments: keep the formatted prefix as a string from here on.
     std::string prefix = path();
@@ -126,7 +136,7 @@ Node Node::child(dom::element value, Segment segment) const
     result.depth_ = 1;
     return result;
   }
-  result.segments_ = segments_;
+  std::copy_n(segments_.begin(), depth_, result.segments_.begin());
   result.segments_[depth_] = segment;
   result.depth_ = depth_ + 1;
   return result;
@@ -149,9 +159,13 @@ std::optional<dom::element> Node::lookup(std::string_view key) const
 {
   if (!value_.is_object())
     return std::nullopt;
-  for (const dom::key_value_pair field : object_of(value_))
-    if (field.key == key)
-      return field.value;
+  // Keys are short: comparing the first byte before the rest skips most calls to memcmp.
+  const dom::object object = object_of(value_);
+  for (auto field = object.begin(); field != object.end(); ++field) {
+    const std::string_view name = field.key();
+    if (name.size() == key.size() && (key.empty() || name[0] == key[0]) && name == key)
+      return field.value();
+  }
   return std::nullopt;
 }
 

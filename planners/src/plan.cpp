@@ -3,6 +3,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/common/fast_json.hpp"
 #include "memsim/common/files.hpp"
+#include "memsim/common/huge_pages.hpp"
 #include "memsim/common/json_io.hpp"
 
 #include <fmt/format.h>
@@ -156,7 +157,7 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
     plan.policy = std::move(choice);
   }
   auto steps = root.at("steps");
-  plan.steps.reserve(steps.size());
+  reserve_huge(plan.steps, steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i)
     plan.steps.push_back(read_step(steps.item(i), i));
   return plan;
@@ -215,7 +216,13 @@ nlohmann::json plan_to_json(const Plan& plan)
   return document;
 }
 
-Plan load_plan(const std::filesystem::path& path) { return plan_from_text(read_text_file(path), path.string()); }
+Plan load_plan(const std::filesystem::path& path)
+{
+  std::string text = read_text_file(path);
+  Plan plan = plan_from_text(text, path.string());
+  recycle_text(std::move(text));
+  return plan;
+}
 
 void save_plan(const Plan& plan, const std::filesystem::path& path) { json_io::write_file(path, plan_to_json(plan)); }
 

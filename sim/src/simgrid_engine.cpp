@@ -69,15 +69,13 @@ public:
         else
           timer_due = timer != timers_.end(); // the wait timed out at the timer
       }
-      // Everything else that ended at this instant, and the timers that are due. The clock after a sleep or a
-      // timed-out wait may be an ulp short of the due time (SimGrid adds the duration to the clock): a timer
-      // waited for is due, and one within SimGrid's own time precision counts as now, so that an activity ending
-      // with the timer and the timer are taken at one instant (as the fast engine does).
-      for (std::size_t i = 0; i < running_.size();)
-        if (running_[i]->test())
-          take(i, finished);
-        else
-          ++i;
+      // Everything else that ended at this instant (one simcall per ended activity plus one, instead of a test()
+      // of every activity in flight), and the timers that are due. The clock after a sleep or a timed-out wait may
+      // be an ulp short of the due time (SimGrid adds the duration to the clock): a timer waited for is due, and one
+      // within SimGrid's own time precision counts as now, so that an activity ending with the timer and the timer
+      // are taken at one instant (as the fast engine does).
+      for (ssize_t index; !running_.empty() && (index = s4u::Activity::test_any(running_)) >= 0;)
+        take(static_cast<std::size_t>(index), finished);
       if (timer != timers_.end()) {
         const double due = timer->ready_at;
         if (timer_due || due <= s4u::Engine::get_clock() + kSimultaneous_s)

@@ -47,7 +47,12 @@ std::optional<EngineKind> engine_kind_from_string(std::string_view text)
 RunResult simulate(const Trace& trace, const Machine& machine, const Plan& plan, const SimOptions& options)
 {
   validate_plan(plan, trace, static_cast<int>(machine.gpus.size()), plan.planner.empty() ? "plan" : plan.planner);
-  const Trace extended = trace_with_extras(trace, plan);
+  // Only a plan with extra ops/tensors needs a trace of its own (a copy of a large trace costs as much as its parse).
+  Trace with_extras;
+  const bool extended_needed = !plan.extra_ops.empty() || !plan.extra_tensors.empty();
+  if (extended_needed)
+    with_extras = trace_with_extras(trace, plan);
+  const Trace& extended = extended_needed ? with_extras : trace;
   ExecutionConfig config;
   config.record_timeline = options.record_timeline;
   config.build_realized_plan = options.realized_plan;

@@ -25,45 +25,61 @@ std::string_view to_string(FailureKind kind)
   return "?";
 }
 
+MetricsAccumulator::StreamTotals& MetricsAccumulator::totals(int device, const std::string& name)
+{
+  if (last_ < streams_.size() && streams_[last_].device == device && *streams_[last_].name == name)
+    return streams_[last_];
+  for (last_ = 0; last_ < streams_.size(); ++last_)
+    if (streams_[last_].device == device && *streams_[last_].name == name)
+      return streams_[last_];
+  streams_.push_back(StreamTotals{device, &name, 0, 0});
+  return streams_.back();
+}
+
+void MetricsAccumulator::add(StepKind kind, int device, const std::string& stream_name, double start_s, double end_s,
+                             std::uint64_t bytes)
+{
+  metrics_.iteration_time_s = std::max(metrics_.iteration_time_s, end_s);
+  ++metrics_.steps_executed;
+  const double duration = end_s - start_s;
+  switch (kind) {
+  case StepKind::compute:
+  case StepKind::recompute: {
+    metrics_.compute_busy_s += duration;
+    if (kind == StepKind::recompute)
+      metrics_.recompute_time_s += duration;
+    StreamTotals& stream = totals(device, stream_name);
+    stream.busy += duration;
+    stream.last_compute_end = std::max(stream.last_compute_end, end_s);
+    break;
+  }
+  case StepKind::offload: metrics_.d2h_bytes += bytes; break;
+  case StepKind::prefetch: metrics_.h2d_bytes += bytes; break;
+  case StepKind::send: metrics_.p2p_bytes += bytes; break;
+  case StepKind::free:
+  case StepKind::recv: break;
+  }
+}
+
+Metrics MetricsAccumulator::finish(const std::vector<MemorySample>& memory)
+{
+  // A compute stream is only ever idle because it waits for a dependency (data or memory).
+  std::sort(streams_.begin(), streams_.end(), [](const StreamTotals& a, const StreamTotals& b) {
+    return a.device != b.device ? a.device < b.device : *a.name < *b.name;
+  });
+  for (const StreamTotals& stream : streams_)
+    metrics_.stall_time_s += std::max(0.0, stream.last_compute_end - stream.busy);
+  for (const MemorySample& sample : memory)
+    metrics_.peak_device_bytes = std::max(metrics_.peak_device_bytes, sample.bytes);
+  return metrics_;
+}
+
 Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std::vector<MemorySample>& memory)
 {
-  Metrics metrics;
-  struct StreamTotals {
-    double busy = 0;
-    double last_compute_end = 0;
-    bool computes = false;
-  };
-  std::map<std::pair<int, std::string>, StreamTotals> streams;
-  for (const StepRecord& record : timeline) {
-    metrics.iteration_time_s = std::max(metrics.iteration_time_s, record.end_s);
-    const double duration = record.end_s - record.start_s;
-    switch (record.kind) {
-    case StepKind::compute:
-    case StepKind::recompute: {
-      metrics.compute_busy_s += duration;
-      if (record.kind == StepKind::recompute)
-        metrics.recompute_time_s += duration;
-      StreamTotals& totals = streams[{record.device, record.stream}];
-      totals.busy += duration;
-      totals.last_compute_end = std::max(totals.last_compute_end, record.end_s);
-      totals.computes = true;
-      break;
-    }
-    case StepKind::offload: metrics.d2h_bytes += record.bytes; break;
-    case StepKind::prefetch: metrics.h2d_bytes += record.bytes; break;
-    case StepKind::send: metrics.p2p_bytes += record.bytes; break;
-    case StepKind::free:
-    case StepKind::recv: break;
-    }
-  }
-  // A compute stream is only ever idle because it waits for a dependency (data or memory).
-  for (const auto& [key, totals] : streams)
-    if (totals.computes)
-      metrics.stall_time_s += std::max(0.0, totals.last_compute_end - totals.busy);
-  for (const MemorySample& sample : memory)
-    metrics.peak_device_bytes = std::max(metrics.peak_device_bytes, sample.bytes);
-  metrics.steps_executed = timeline.size();
-  return metrics;
+  MetricsAccumulator metrics;
+  for (const StepRecord& record : timeline)
+    metrics.add(record.kind, record.device, record.stream, record.start_s, record.end_s, record.bytes);
+  return metrics.finish(memory);
 }
 
 nlohmann::json metrics_to_json(const RunResult& result)

@@ -52,8 +52,7 @@ std::string read_possibly_gzipped(const std::filesystem::path& path)
     throw InputError(path.string(), "cannot open file");
   // Reserved once for the likely size (gzip's trailer holds the plain size mod 2^32): fresh pages are costly, and a
   // growing buffer touches about three times the text's size.
-  std::string text;
-  text.reserve(expected_size(path) + kReadSlack);
+  std::string text = text_buffer(expected_size(path) + kReadSlack);
   char buffer[1 << 16];
   for (;;) {
     int count = gzread(file.get(), buffer, sizeof buffer);

@@ -4,6 +4,8 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/fast_json.hpp"
+#include "memsim/common/files.hpp"
+#include "memsim/common/huge_pages.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -214,11 +216,11 @@ Trace trace_from_text(const std::string& text, const std::string& source_name)
   if (trace.source.dtype.empty())
     trace.source.dtype = "fp32";
   auto tensors = root.at("tensors");
-  trace.tensors.reserve(tensors.size());
+  reserve_huge(trace.tensors, tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i)
     trace.tensors.push_back(read_tensor(tensors.item(i), static_cast<std::int64_t>(i)));
   auto ops = root.at("ops");
-  trace.ops.reserve(ops.size());
+  reserve_huge(trace.ops, ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i)
     trace.ops.push_back(read_op(ops.item(i), static_cast<std::int64_t>(i)));
   check_trace(trace, [&](const std::string& path) { return fmt::format("{}: at {}", source_name, path); });
@@ -309,7 +311,10 @@ nlohmann::json trace_to_json(const Trace& trace)
 Trace load_trace(const std::filesystem::path& path)
 {
   // `.json.gz` traces (the shipped recordings) are decompressed first; parse errors still name the byte.
-  return trace_from_text(read_possibly_gzipped(path), path.string());
+  std::string text = read_possibly_gzipped(path);
+  Trace trace = trace_from_text(text, path.string());
+  recycle_text(std::move(text)); // its pages serve the next file read (the plan)
+  return trace;
 }
 
 void save_trace(const Trace& trace, const std::filesystem::path& path)

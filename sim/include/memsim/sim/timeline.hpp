@@ -73,6 +73,29 @@ struct RunResult {
 // Metrics derived from a timeline (shared by both executors so they compute them identically).
 Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std::vector<MemorySample>& memory);
 
+// The same metrics from steps fed one at a time in step-id order, for executors that keep no StepRecords.
+// `stream` identifies (device, stream name) for the stall totals; `stream_name` must outlive finish().
+class MetricsAccumulator {
+public:
+  void add(StepKind kind, int device, const std::string& stream_name, double start_s, double end_s,
+           std::uint64_t bytes);
+  // Stall totals are summed in (device, stream name) order, as metrics_from_timeline does.
+  Metrics finish(const std::vector<MemorySample>& memory);
+
+private:
+  struct StreamTotals {
+    int device = 0;
+    const std::string* name = nullptr;
+    double busy = 0;
+    double last_compute_end = 0;
+  };
+  StreamTotals& totals(int device, const std::string& name);
+
+  Metrics metrics_;
+  std::vector<StreamTotals> streams_; // compute streams, in first-seen order
+  std::size_t last_ = 0;              // the stream of the previous compute step (most steps repeat it)
+};
+
 // The `--json` object of `memsim simulate` (DESIGN appendix).
 nlohmann::json metrics_to_json(const RunResult& result);
 // Full timeline document (metrics + per-step records, read back by `memsim validate`) that is also a
