@@ -26,6 +26,33 @@ double CostModel::op_time(const Op& op, std::size_t gpu_index) const
   return seconds + gpu.kernel_launch_s;
 }
 
+double CostModel::host_op_time(const Op& op) const
+{
+  if (op.cpu_time_s)
+    return *op.cpu_time_s;
+  const HostSpec& host = machine_->host;
+  bool known = false;
+  double seconds = 0;
+  if (op.flops && host.flops > 0) {
+    seconds = std::max(seconds, *op.flops / host.flops);
+    known = true;
+  }
+  if (host.memory_bandwidth > 0) {
+    double bytes = 0;
+    if (op.bytes_accessed) {
+      bytes = *op.bytes_accessed;
+    } else {
+      for (TensorId id : op.inputs)
+        bytes += static_cast<double>(trace_->tensor(id).bytes);
+      for (TensorId id : op.outputs)
+        bytes += static_cast<double>(trace_->tensor(id).bytes);
+    }
+    seconds = std::max(seconds, bytes / host.memory_bandwidth);
+    known = true;
+  }
+  return known ? seconds : op.time_s;
+}
+
 double CostModel::ideal_time(std::size_t gpu) const
 {
   double total = 0;

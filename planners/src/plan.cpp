@@ -8,12 +8,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 namespace memsim {
 namespace {
 
-constexpr std::array<std::pair<StepKind, std::string_view>, 7> kStepKinds{{
+constexpr std::array<std::pair<StepKind, std::string_view>, 12> kStepKinds{{
     {StepKind::compute, "compute"},
     {StepKind::recompute, "recompute"},
     {StepKind::offload, "offload"},
@@ -21,7 +22,29 @@ constexpr std::array<std::pair<StepKind, std::string_view>, 7> kStepKinds{{
     {StepKind::free, "free"},
     {StepKind::send, "send"},
     {StepKind::recv, "recv"},
+    {StepKind::split, "split"},
+    {StepKind::merge, "merge"},
+    {StepKind::allreduce, "allreduce"},
+    {StepKind::allgather, "allgather"},
+    {StepKind::reducescatter, "reducescatter"},
 }};
+
+constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
+    {Placement::device, "device"},
+    {Placement::host, "host"},
+    {Placement::none, "none"},
+}};
+
+// Steps that may run on the host (device -1).
+bool may_run_on_host(StepKind kind)
+{
+  return step_names_op(kind) || kind == StepKind::free || is_view(kind);
+}
+
+bool may_be_shared(TensorKind kind)
+{
+  return kind == TensorKind::weight || kind == TensorKind::weight_grad || kind == TensorKind::optimizer_state;
+}
 
 std::string step_kind_names()
 {
@@ -33,7 +56,8 @@ std::string step_kind_names()
 
 Step read_step(const fast_json::Node& node, std::size_t index)
 {
-  node.only_keys({"id", "kind", "device", "stream", "op", "tensor", "instance", "deps", "peer"});
+  node.only_keys({"id", "kind", "device", "stream", "op", "tensor", "instance", "deps", "peer", "parts", "group",
+                  "iteration"});
   Step step;
   step.id = node.at("id").as_int();
   if (step.id != static_cast<std::int64_t>(index))
@@ -44,8 +68,12 @@ Step read_step(const fast_json::Node& node, std::size_t index)
     node.at("kind").fail(fmt::format("unknown step kind '{}' (valid: {})", kind, step_kind_names()));
   step.kind = *parsed;
   step.device = static_cast<int>(node.get_int("device", 0));
-  if (step.device < 0)
-    node.at("device").fail("device must not be negative");
+  if (step.device < kHostDevice)
+    node.at("device").fail("device must be a GPU index or -1 (the host)");
+  if (step.device == kHostDevice && !may_run_on_host(step.kind))
+    node.at("device").fail(fmt::format("a {} step cannot run on the host (device -1): only compute, recompute, free, "
+                                       "split and merge can",
+                                       kind));
   step.stream = node.get_string("stream", step_names_op(step.kind) ? "compute" : "");
   if (step.stream.empty()) {
     switch (step.kind) {
@@ -53,6 +81,9 @@ Step read_step(const fast_json::Node& node, std::size_t index)
     case StepKind::prefetch: step.stream = "h2d"; break;
     case StepKind::send:
     case StepKind::recv: step.stream = "p2p"; break;
+    case StepKind::allreduce:
+    case StepKind::allgather:
+    case StepKind::reducescatter: step.stream = "coll"; break;
     default: step.stream = "compute"; break;
     }
   }
@@ -72,6 +103,33 @@ Step read_step(const fast_json::Node& node, std::size_t index)
     step.peer = static_cast<int>(node.at("peer").as_int());
   if ((step.kind == StepKind::send || step.kind == StepKind::recv) && !step.peer)
     node.fail(fmt::format("a {} step needs 'peer' (the other device)", kind));
+  step.iteration = static_cast<int>(node.get_int("iteration", 0));
+  if (step.iteration < 0)
+    node.at("iteration").fail("iteration must not be negative");
+  if (is_view(step.kind)) {
+    auto parts = node.at("parts");
+    if (parts.size() == 0)
+      parts.fail(fmt::format("a {} step needs at least one part", kind));
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      step.parts.push_back(parts.item(i).as_int());
+  } else if (node.has("parts")) {
+    node.at("parts").fail(fmt::format("only split and merge steps have parts, not {}", kind));
+  }
+  if (is_collective(step.kind)) {
+    auto group = node.at("group");
+    if (group.size() == 0)
+      group.fail(fmt::format("a {} step needs a group of at least one device", kind));
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const auto device = static_cast<int>(group.item(i).as_int());
+      if (std::find(step.group.begin(), step.group.end(), device) != step.group.end())
+        group.item(i).fail(fmt::format("device {} appears twice in the group", device));
+      step.group.push_back(device);
+    }
+    if (std::find(step.group.begin(), step.group.end(), step.device) == step.group.end())
+      node.at("group").fail(fmt::format("the group must contain the step's device {}", step.device));
+  } else if (node.has("group")) {
+    node.at("group").fail(fmt::format("only collectives have a group, not {}", kind));
+  }
   auto deps = node.at("deps");
   for (std::size_t i = 0; i < deps.size(); ++i) {
     StepId dep = deps.item(i).as_int();
@@ -82,7 +140,57 @@ Step read_step(const fast_json::Node& node, std::size_t index)
   return step;
 }
 
+PlacementRule read_placement_rule(const fast_json::Node& node)
+{
+  node.only_keys({"kind", "tensor", "where", "instance"});
+  PlacementRule rule;
+  if (node.has("kind") == node.has("tensor"))
+    node.fail("an initial_placement entry names either a tensor 'kind' or a 'tensor' id");
+  if (node.has("kind")) {
+    const std::string name = node.at("kind").as_string();
+    rule.kind = tensor_kind_from_string(name);
+    if (!rule.kind)
+      node.at("kind").fail(fmt::format("unknown tensor kind '{}'", name));
+  } else {
+    rule.tensor = node.at("tensor").as_int();
+  }
+  const std::string where = node.at("where").as_string();
+  auto found = std::find_if(kPlacements.begin(), kPlacements.end(), [&](const auto& entry) { return entry.second == where; });
+  if (found == kPlacements.end())
+    node.at("where").fail(fmt::format("unknown placement '{}' (valid: device, host, none)", where));
+  rule.where = found->first;
+  if (node.has("instance")) {
+    rule.instance = static_cast<int>(node.at("instance").as_int());
+    if (*rule.instance < 0)
+      node.at("instance").fail("instance must not be negative");
+  }
+  return rule;
+}
+
 } // namespace
+
+std::optional<std::string> v2_feature(const Plan& plan)
+{
+  if (!plan.initial_placement.empty())
+    return std::string("initial_placement");
+  if (!plan.shared_across_instances.empty())
+    return std::string("shared_across_instances");
+  for (const Step& step : plan.steps) {
+    if (is_view(step.kind) || is_collective(step.kind))
+      return fmt::format("{} steps", to_string(step.kind));
+    if (step.device == kHostDevice)
+      return std::string("host steps (device -1)");
+    if (step.iteration != 0)
+      return std::string("iterations");
+  }
+  return std::nullopt;
+}
+
+bool shared_across_instances(const Plan& plan, TensorKind kind)
+{
+  return std::find(plan.shared_across_instances.begin(), plan.shared_across_instances.end(), kind) !=
+         plan.shared_across_instances.end();
+}
 
 std::string_view to_string(StepKind kind)
 {
@@ -106,7 +214,7 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
   const fast_json::Node root = document.root();
   root.expect_format("memsim-plan", 1);
   root.only_keys({"format", "version", "trace", "machine", "planner", "params", "budget_bytes", "steps", "estimate",
-                  "extra_ops", "extra_tensors", "notes", "policy"});
+                  "extra_ops", "extra_tensors", "notes", "policy", "initial_placement", "shared_across_instances"});
   Plan plan;
   plan.trace = root.get_string("trace", "");
   plan.machine = root.get_string("machine", "");
@@ -156,6 +264,23 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
     }
     plan.policy = std::move(choice);
   }
+  if (root.has("initial_placement")) {
+    auto rules = root.at("initial_placement");
+    for (std::size_t i = 0; i < rules.size(); ++i)
+      plan.initial_placement.push_back(read_placement_rule(rules.item(i)));
+  }
+  if (root.has("shared_across_instances")) {
+    auto kinds = root.at("shared_across_instances");
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      const std::string name = kinds.item(i).as_string();
+      auto kind = tensor_kind_from_string(name);
+      if (!kind || !may_be_shared(*kind))
+        kinds.item(i).fail(fmt::format("tensor kind '{}' cannot be shared across instances (valid: weight, "
+                                       "weight_grad, optimizer_state)",
+                                       name));
+      plan.shared_across_instances.push_back(*kind);
+    }
+  }
   auto steps = root.at("steps");
   reserve_huge(plan.steps, steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i)
@@ -184,6 +309,12 @@ nlohmann::json plan_to_json(const Plan& plan)
       entry["instance"] = step.instance;
     if (step.peer)
       entry["peer"] = *step.peer;
+    if (!step.parts.empty())
+      entry["parts"] = step.parts;
+    if (!step.group.empty())
+      entry["group"] = step.group;
+    if (step.iteration != 0)
+      entry["iteration"] = step.iteration;
     entry["deps"] = step.deps;
     steps.push_back(std::move(entry));
   }
@@ -212,6 +343,29 @@ nlohmann::json plan_to_json(const Plan& plan)
   }
   if (plan.policy)
     document["policy"] = {{"name", plan.policy->name}, {"params", plan.policy->params}};
+  if (!plan.initial_placement.empty()) {
+    json rules = json::array();
+    for (const PlacementRule& rule : plan.initial_placement) {
+      json entry = json::object();
+      if (rule.kind)
+        entry["kind"] = to_string(*rule.kind);
+      if (rule.tensor)
+        entry["tensor"] = *rule.tensor;
+      for (const auto& [value, name] : kPlacements)
+        if (value == rule.where)
+          entry["where"] = name;
+      if (rule.instance)
+        entry["instance"] = *rule.instance;
+      rules.push_back(std::move(entry));
+    }
+    document["initial_placement"] = std::move(rules);
+  }
+  if (!plan.shared_across_instances.empty()) {
+    json kinds = json::array();
+    for (TensorKind kind : plan.shared_across_instances)
+      kinds.push_back(to_string(kind));
+    document["shared_across_instances"] = std::move(kinds);
+  }
   document["steps"] = std::move(steps);
   return document;
 }
@@ -250,6 +404,7 @@ void validate_plan(const Plan& plan, const Trace& trace, int device_count, const
     if (step.tensor && (*step.tensor < 0 || *step.tensor >= tensor_count))
       throw InputError(where("tensor"), fmt::format("no tensor with id {} in trace '{}'", *step.tensor, trace.name));
   }
+  validate_v2_additions(plan, trace, device_count, source_name);
 }
 
 Trace trace_with_extras(const Trace& trace, const Plan& plan)
@@ -259,6 +414,7 @@ Trace trace_with_extras(const Trace& trace, const Plan& plan)
   Trace extended = trace;
   extended.ops.insert(extended.ops.end(), plan.extra_ops.begin(), plan.extra_ops.end());
   extended.tensors.insert(extended.tensors.end(), plan.extra_tensors.begin(), plan.extra_tensors.end());
+  time_derived_ops(extended.ops);
   return extended;
 }
 

@@ -29,6 +29,11 @@ void check_runtime_supports(const Plan& plan, const std::string& source_name)
                      fmt::format("memsim-cuda runs static plans; this one names the online policy '{}': run it with "
                                  "`memsim simulate --realized-plan out.json` and give memsim-cuda the realized plan",
                                  plan.policy->name));
+  if (auto feature = v2_feature(plan))
+    throw InputError(fmt::format("{}: at /", source_name),
+                     fmt::format("memsim-cuda does not run the v2 plan additions yet; this plan uses {} (simulate it "
+                                 "with `memsim simulate`)",
+                                 *feature));
   for (const Step& step : plan.steps) {
     if (step.kind == StepKind::send || step.kind == StepKind::recv)
       throw InputError(fmt::format("{}: at /steps/{}/kind", source_name, step.id),
@@ -459,6 +464,13 @@ private:
     case StepKind::send:
     case StepKind::recv:
       throw InputError(fmt::format("step {}", step.id), "memsim-cuda runs single-GPU plans (no send/recv)");
+    case StepKind::split:
+    case StepKind::merge:
+    case StepKind::allreduce:
+    case StepKind::allgather:
+    case StepKind::reducescatter:
+      throw InputError(fmt::format("step {}", step.id),
+                       fmt::format("memsim-cuda does not run {} steps yet (a v2 plan addition)", to_string(step.kind)));
     }
 
     // Success: commit residency and releases (at the step's end), then the step's clocks.

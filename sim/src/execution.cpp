@@ -1,5 +1,6 @@
 #include "memsim/sim/execution.hpp"
 
+#include "collectives.hpp"
 #include "policy_driver.hpp"
 
 #include <fmt/format.h>
@@ -11,68 +12,6 @@
 #include <queue>
 
 namespace memsim {
-
-std::size_t plan_instance_count(const Plan& plan)
-{
-  int instances = 1;
-  for (const Step& step : plan.steps)
-    instances = std::max(instances, step.instance + 1);
-  return static_cast<std::size_t>(instances);
-}
-
-std::vector<std::vector<ResidentTensor>> initial_residents(const Trace& trace, const Plan& plan,
-                                                           std::size_t device_count)
-{
-  std::vector<std::uint8_t> produced(trace.tensors.size(), 0);
-  for (const Op& op : trace.ops)
-    for (TensorId id : op.outputs)
-      produced[static_cast<std::size_t>(id)] = 1;
-  auto exists_before = [&](TensorId id) {
-    return is_initially_resident(trace.tensor(id).kind) && !produced[static_cast<std::size_t>(id)];
-  };
-
-  const std::size_t instances = plan_instance_count(plan);
-  const std::size_t tensors = trace.tensors.size();
-  // Per (instance, tensor): bit d set when a step of that instance on device d references it.
-  std::map<std::pair<int, TensorId>, std::vector<std::uint8_t>> referenced;
-  std::vector<int> lowest_device(instances, -1);
-  for (const Step& step : plan.steps) {
-    if (step.device < 0 || static_cast<std::size_t>(step.device) >= device_count)
-      continue;
-    int& lowest = lowest_device[static_cast<std::size_t>(step.instance)];
-    lowest = lowest < 0 ? step.device : std::min(lowest, step.device);
-    auto mark = [&](TensorId id) {
-      if (!exists_before(id))
-        return;
-      auto& devices = referenced[{step.instance, id}];
-      devices.resize(device_count, 0);
-      devices[static_cast<std::size_t>(step.device)] = 1;
-    };
-    if (step.op)
-      for (TensorId id : trace.op(*step.op).inputs)
-        mark(id);
-    if (step.tensor)
-      mark(*step.tensor);
-  }
-  std::vector<std::vector<ResidentTensor>> residents(device_count);
-  for (std::size_t instance = 0; instance < instances; ++instance) {
-    if (lowest_device[instance] < 0)
-      continue; // no step runs this instance
-    for (std::size_t t = 0; t < tensors; ++t) {
-      const auto id = static_cast<TensorId>(t);
-      if (!exists_before(id))
-        continue;
-      auto found = referenced.find({static_cast<int>(instance), id});
-      for (std::size_t d = 0; d < device_count; ++d) {
-        const bool here = found != referenced.end() ? found->second[d] != 0
-                                                    : static_cast<int>(d) == lowest_device[instance];
-        if (here)
-          residents[d].push_back(ResidentTensor{static_cast<int>(instance), id});
-      }
-    }
-  }
-  return residents;
-}
 
 namespace {
 
@@ -169,9 +108,10 @@ private:
     return plan;
   }
 
-  static LedgerConfig with_instances(LedgerConfig memory, const Plan& plan)
+  LedgerConfig with_instances(LedgerConfig memory, const Plan& plan) const
   {
     memory.instance_count = plan_instance_count(plan);
+    memory.shared_tensor = shared_tensors(trace_, plan);
     return memory;
   }
 
@@ -190,7 +130,7 @@ private:
       now_ = physics_.advance(finished);
       std::sort(finished.begin(), finished.end());
       for (StepId id : finished)
-        finish(id);
+        work_ended(id);
     }
     if (!result_.error && executed_count_ < step_count())
       report_deadlock();
@@ -256,9 +196,34 @@ private:
         return false;
       }
     }
+    if (!place_initial_host_residents())
+      return false;
     for (std::size_t d = 0; d < ledger_.device_count(); ++d)
       result_.memory.push_back(MemorySample{static_cast<int>(d), 0.0, ledger_.in_use(static_cast<int>(d))});
     return true;
+  }
+
+  // v2 initial_placement `host`: the bytes count against host memory from t = 0.
+  bool place_initial_host_residents()
+  {
+    const std::vector<ResidentTensor> residents = initial_host_residents(trace_, plan_);
+    std::uint64_t needed = 0;
+    for (const ResidentTensor& resident : residents)
+      needed += trace_.tensor(resident.tensor).bytes;
+    bool fits = needed <= ledger_.capacity(MemoryLedger::kHost);
+    for (std::size_t i = 0; fits && i < residents.size(); ++i)
+      fits = !ledger_.allocate(MemoryLedger::kHost, residents[i].instance, residents[i].tensor, -1);
+    if (fits)
+      return true;
+    ExecutionError error;
+    error.kind = FailureKind::host_out_of_memory;
+    error.device = MemoryLedger::kHost;
+    error.bytes_in_use = needed;
+    error.message = fmt::format("host memory full: the tensors placed on the host from the start need {} bytes, host "
+                                "memory is {} bytes",
+                                needed, ledger_.capacity(MemoryLedger::kHost));
+    result_.error = std::move(error);
+    return false;
   }
 
   bool require_resident(const Step& step, int space, TensorId tensor, const char* action)
@@ -292,6 +257,7 @@ private:
       return; // considered again when what the policy added has finished
     StepRecord& record = records_[static_cast<std::size_t>(id)];
     record.step = id;
+    record.iteration = step.iteration;
     record.kind = step.kind;
     record.device = step.device;
     record.stream = step.stream;
@@ -310,6 +276,8 @@ private:
         if (!require_resident(step, step.device, input, "reads"))
           return;
       for (TensorId output : op.outputs) {
+        if (accumulates(step, output))
+          continue; // a shared weight gradient already there: the step adds into it, no allocation
         if (!allocate(step, step.device, output))
           return;
         record.bytes += trace_.tensor(output).bytes;
@@ -380,11 +348,126 @@ private:
       work = Work{Work::Kind::transfer, 0, 0, step.device, *step.peer, record.bytes};
       break;
     }
-    case StepKind::recv: record.label = trace_.tensor(*step.tensor).name; break;
+    case StepKind::recv: // zero time: checks that the matching send has delivered the tensor here
+      record.label = trace_.tensor(*step.tensor).name;
+      if (!require_resident(step, step.device, *step.tensor, "receives"))
+        return;
+      break;
+    case StepKind::split:
+    case StepKind::merge:
+      if (!start_view(step, record))
+        return;
+      break;
+    case StepKind::allreduce:
+    case StepKind::allgather:
+    case StepKind::reducescatter:
+      if (!start_collective(step, record))
+        return;
+      if (policy_)
+        policy_->started(id);
+      if (collectives_.find(id) == collectives_.end())
+        finish(id); // nothing to move (a group of one, or every chunk took no time)
+      return;
     }
     if (policy_)
       policy_->started(id);
     if (!work || physics_.start(id, *work))
+      finish(id);
+  }
+
+  // A compute step that writes a weight gradient shared across instances and already resident adds into it.
+  bool accumulates(const Step& step, TensorId output) const
+  {
+    const Tensor& tensor = trace_.tensor(output);
+    return tensor.kind == TensorKind::weight_grad && shared_across_instances(plan_, tensor.kind) &&
+           ledger_.resident(step.device, step.instance, output);
+  }
+
+  // split / merge: zero-time views; the ledger moves residency between the parent and its parts.
+  bool start_view(const Step& step, StepRecord& record)
+  {
+    const TensorId parent = *step.tensor;
+    record.label = trace_.tensor(parent).name;
+    record.bytes = 0;
+    const bool splitting = step.kind == StepKind::split;
+    if (splitting) {
+      if (!require_resident(step, step.device, parent, "splits"))
+        return false;
+    } else {
+      for (TensorId part : step.parts)
+        if (!require_resident(step, step.device, part, "merges"))
+          return false;
+    }
+    auto denial = splitting ? ledger_.split(step.device, step.instance, parent, step.parts, step.id)
+                            : ledger_.merge(step.device, step.instance, parent, step.parts, step.id);
+    if (denial) {
+      TensorId clash = parent;
+      for (TensorId part : step.parts)
+        if (splitting && ledger_.resident(step.device, step.instance, part))
+          clash = part;
+      fail(denial->kind, &step, clash, step.device,
+           FailureText{describe(step), splitting ? "splits into" : "merges into", describe_tensor(clash), "", 0,
+                       *denial, -1});
+      return false;
+    }
+    sample(step.device);
+    return true;
+  }
+
+  // Collectives: the tensor must be resident on every device of the group (in place, no allocation); its ring
+  // phases (collectives.hpp) run one after another.
+  bool start_collective(const Step& step, StepRecord& record)
+  {
+    const TensorId tensor = *step.tensor;
+    record.label = trace_.tensor(tensor).name;
+    for (int device : step.group)
+      if (!require_resident(step, device, tensor, "reduces or gathers"))
+        return false;
+    record.bytes = ring_bytes(step.kind, step.group, trace_.tensor(tensor).bytes);
+    CollectiveRun run{ring_phase_count(step.kind, step.group.size()), 0, 0};
+    if (run.phases > 0) {
+      collectives_.emplace(step.id, run);
+      start_phases(step.id);
+    }
+    return true;
+  }
+
+  // Starts phases of collective `id` until one has work in flight; the last one done ends the collective's run.
+  void start_phases(StepId id)
+  {
+    auto found = collectives_.find(id);
+    const Step& step = this->step(id);
+    while (found->second.phase < found->second.phases) {
+      int in_flight = 0;
+      for (const ChunkTransfer& chunk : ring_phase(step.group, trace_.tensor(*step.tensor).bytes, found->second.phase))
+        if (!physics_.start(id, Work{Work::Kind::transfer, 0, 0, chunk.from, chunk.to, chunk.bytes}))
+          ++in_flight;
+      ++found->second.phase;
+      if (in_flight > 0) {
+        found->second.in_flight = in_flight;
+        return;
+      }
+    }
+    collectives_.erase(found);
+  }
+
+  // Work of step `id` ended: a collective's chunk (its phase may be over), else the step's only work.
+  void work_ended(StepId id)
+  {
+    auto found = collectives_.find(id);
+    if (found == collectives_.end()) {
+      finish(id);
+      return;
+    }
+    if (--found->second.in_flight > 0)
+      return;
+    if (result_.error || found->second.phase >= found->second.phases) {
+      collectives_.erase(found); // after a failure nothing new starts: the collective ends with this phase
+      finish(id);
+      return;
+    }
+    start_phases(id);
+    if (collectives_.find(id) == collectives_.end())
       finish(id);
   }
 
@@ -452,6 +535,12 @@ private:
   std::vector<std::uint64_t> workspace_handle_;
   std::size_t executed_count_ = 0;
   std::priority_queue<StepId, std::vector<StepId>, std::greater<>> ready_;
+  struct CollectiveRun {
+    int phases = 0;
+    int phase = 0;     // the next phase to start
+    int in_flight = 0; // transfers of the current phase still moving
+  };
+  std::map<StepId, CollectiveRun> collectives_;
   double now_ = 0;
   RunResult result_;
 };

@@ -33,7 +33,7 @@ std::optional<AllocatorKind> allocator_kind_from_string(std::string_view text)
 
 MemoryLedger::MemoryLedger(const Trace& trace, const LedgerConfig& config)
     : trace_(&trace), tensor_count_(trace.tensors.size()), device_count_(config.device_capacity.size()),
-      stream_ordered_reuse_(config.stream_ordered_reuse)
+      stream_ordered_reuse_(config.stream_ordered_reuse), shared_(config.shared_tensor)
 {
   const std::size_t slot_count = config.instance_count * tensor_count_;
   devices_.resize(device_count_);
@@ -112,7 +112,108 @@ void MemoryLedger::release(int space, int instance, TensorId tensor, StepId by)
   if (!target.resident[index])
     throw std::logic_error(fmt::format("memory ledger: tensor {} of instance {} is not resident", tensor, instance));
   target.resident[index] = 0;
+  if (target.pool) {
+    if (auto view = target.views.find(index); view != target.views.end()) {
+      target.in_use -= trace_->tensor(tensor).bytes;
+      const std::vector<std::size_t> blocks = std::move(view->second);
+      target.views.erase(view);
+      drop_blocks(target, blocks, 1, by);
+      return;
+    }
+  }
   unreserve(target, trace_->tensor(tensor).bytes, target.pool ? target.offset[index] : 0, by);
+}
+
+std::vector<std::size_t> MemoryLedger::take_blocks(Account& account, std::size_t index, std::uint64_t bytes)
+{
+  if (auto view = account.views.find(index); view != account.views.end()) {
+    std::vector<std::size_t> blocks = std::move(view->second);
+    account.views.erase(view);
+    return blocks;
+  }
+  account.shared_blocks.push_back(SharedBlock{account.offset[index], bytes, 1});
+  return {account.shared_blocks.size() - 1};
+}
+
+void MemoryLedger::drop_blocks(Account& account, const std::vector<std::size_t>& blocks, int count, StepId by)
+{
+  for (std::size_t block : blocks) {
+    SharedBlock& shared = account.shared_blocks[block];
+    shared.holders -= count;
+    if (shared.holders == 0 && shared.bytes > 0) {
+      account.pool->release(shared.offset, by);
+      if (!stream_ordered_reuse_)
+        account.pool->settle([](StepId) { return true; });
+    }
+  }
+}
+
+std::optional<Denial> MemoryLedger::split(int space, int instance, TensorId parent, const std::vector<TensorId>& parts,
+                                          StepId by)
+{
+  (void)by;
+  Account& target = account(space);
+  for (TensorId part : parts)
+    if (target.resident[slot(instance, part)])
+      return Denial{FailureKind::double_allocation, target.in_use, trace_->tensor(part).bytes, target.capacity, 0};
+  const std::size_t parent_index = slot(instance, parent);
+  target.resident[parent_index] = 0;
+  std::vector<std::size_t> blocks;
+  std::uint64_t offset = 0;
+  if (target.pool) {
+    offset = target.offset[parent_index];
+    blocks = take_blocks(target, parent_index, trace_->tensor(parent).bytes);
+    for (std::size_t block : blocks)
+      target.shared_blocks[block].holders += static_cast<int>(parts.size()) - 1;
+  }
+  std::uint64_t in_use = target.in_use - trace_->tensor(parent).bytes;
+  for (TensorId part : parts) {
+    const std::size_t index = slot(instance, part);
+    target.resident[index] = 1;
+    in_use += trace_->tensor(part).bytes;
+    if (target.pool) {
+      target.offset[index] = offset; // the parts lie one after another in the parent's block
+      offset += trace_->tensor(part).bytes;
+      target.views[index] = blocks;
+    }
+  }
+  target.in_use = in_use;
+  target.peak = std::max(target.peak, target.in_use);
+  return std::nullopt;
+}
+
+std::optional<Denial> MemoryLedger::merge(int space, int instance, TensorId parent, const std::vector<TensorId>& parts,
+                                          StepId by)
+{
+  Account& target = account(space);
+  const std::size_t parent_index = slot(instance, parent);
+  if (target.resident[parent_index])
+    return Denial{FailureKind::double_allocation, target.in_use, trace_->tensor(parent).bytes, target.capacity, 0};
+  std::vector<std::size_t> held;
+  std::uint64_t in_use = target.in_use;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::size_t index = slot(instance, parts[i]);
+    target.resident[index] = 0;
+    in_use -= trace_->tensor(parts[i]).bytes;
+    if (!target.pool)
+      continue;
+    if (i == 0)
+      target.offset[parent_index] = target.offset[index];
+    std::vector<std::size_t> blocks = take_blocks(target, index, trace_->tensor(parts[i]).bytes);
+    for (std::size_t block : blocks) {
+      if (std::find(held.begin(), held.end(), block) == held.end()) {
+        held.push_back(block);
+        ++target.shared_blocks[block].holders; // the parent holds it
+      }
+    }
+    drop_blocks(target, blocks, 1, by); // the part no longer does
+  }
+  target.resident[parent_index] = 1;
+  if (target.pool)
+    target.views[parent_index] = std::move(held);
+  target.in_use = in_use + trace_->tensor(parent).bytes;
+  target.peak = std::max(target.peak, target.in_use);
+  return std::nullopt;
 }
 
 bool MemoryLedger::fits(int space, const std::vector<std::uint64_t>& sizes) const
@@ -203,7 +304,7 @@ std::string failure_message(FailureKind kind, const FailureText& text)
 
 std::string describe_step(const Step& step)
 {
-  return fmt::format("step {} ({} on gpu{}/{})", step.id, to_string(step.kind), step.device, step.stream);
+  return fmt::format("step {} ({} on {}/{})", step.id, to_string(step.kind), space_name(step.device), step.stream);
 }
 
 std::string describe_tensor(const Trace& trace, TensorId id)

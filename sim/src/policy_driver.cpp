@@ -102,7 +102,20 @@ std::vector<TensorSlot> PolicyDriver::reads(const Step& step) const
     break;
   case StepKind::offload:
   case StepKind::send: slots.push_back(TensorSlot{step.device, step.instance, *step.tensor}); break;
-  default: break;
+  case StepKind::split: slots.push_back(TensorSlot{step.device, step.instance, *step.tensor}); break;
+  case StepKind::merge:
+    for (TensorId part : step.parts)
+      slots.push_back(TensorSlot{step.device, step.instance, part});
+    break;
+  case StepKind::allreduce:
+  case StepKind::allgather:
+  case StepKind::reducescatter:
+    for (int device : step.group)
+      slots.push_back(TensorSlot{device, step.instance, *step.tensor});
+    break;
+  case StepKind::prefetch: // reads the host copy, which policies do not manage
+  case StepKind::free:
+  case StepKind::recv: break;
   }
   return slots;
 }
@@ -120,7 +133,17 @@ std::vector<TensorSlot> PolicyDriver::writes(const Step& step) const
     break;
   case StepKind::prefetch: slots.push_back(TensorSlot{step.device, step.instance, *step.tensor}); break;
   case StepKind::send: slots.push_back(TensorSlot{*step.peer, step.instance, *step.tensor}); break;
-  default: break;
+  case StepKind::split:
+    for (TensorId part : step.parts)
+      slots.push_back(TensorSlot{step.device, step.instance, part});
+    break;
+  case StepKind::merge: slots.push_back(TensorSlot{step.device, step.instance, *step.tensor}); break;
+  case StepKind::allreduce: // in place: what they write is what they read, already resident
+  case StepKind::allgather:
+  case StepKind::reducescatter:
+  case StepKind::offload:
+  case StepKind::free:
+  case StepKind::recv: break;
   }
   return slots;
 }
@@ -181,7 +204,14 @@ static std::map<int, std::vector<std::uint64_t>> allocations(const Trace& trace,
   }
   case StepKind::prefetch: sizes[step.device].push_back(trace.tensor(*step.tensor).bytes); break;
   case StepKind::send: sizes[*step.peer].push_back(trace.tensor(*step.tensor).bytes); break;
-  default: break;
+  case StepKind::split: // views and in-place collectives allocate nothing
+  case StepKind::merge:
+  case StepKind::allreduce:
+  case StepKind::allgather:
+  case StepKind::reducescatter:
+  case StepKind::offload: // its host copy: policies manage GPU memory
+  case StepKind::free:
+  case StepKind::recv: break;
   }
   return sizes;
 }
@@ -214,6 +244,7 @@ PolicyDriver::Admission PolicyDriver::admit(StepId id)
 {
   grow(schedule_->step_count());
   const Step& step = schedule_->step(id);
+  current_iteration_ = step.iteration;
   auto& claimed = claimed_[static_cast<std::size_t>(id)];
   if (!claimed) {
     claimed = 1;
@@ -266,6 +297,7 @@ PolicyDriver::Admission PolicyDriver::admit(StepId id)
 void PolicyDriver::started(StepId id)
 {
   const Step& step = schedule_->step(id);
+  current_iteration_ = step.iteration;
   started_[static_cast<std::size_t>(id)] = 1;
   start_order_.push_back(id);
   if (auto predecessor = schedule_->stream_predecessor(id); predecessor && skipped_[static_cast<std::size_t>(*predecessor)])
@@ -314,6 +346,7 @@ void PolicyDriver::finished(StepId id)
 {
   grow(schedule_->step_count());
   const Step& step = schedule_->step(id);
+  current_iteration_ = step.iteration;
   const auto index = static_cast<std::size_t>(id);
   if (claimed_[index])
     pin(reads(step), -1);
@@ -336,6 +369,7 @@ StepId PolicyDriver::add_policy_step(StepKind kind, const TensorSlot& slot, std:
   step.kind = kind;
   step.device = slot.space;
   step.instance = slot.instance;
+  step.iteration = current_iteration_; // the iteration of the step the action serves
   step.stream = std::move(stream);
   if (op)
     step.op = op;

@@ -105,6 +105,7 @@ private:
   std::vector<std::uint8_t> skipped_;
   std::vector<std::vector<StepId>> inherited_;      // skipped steps: what their dependents wait for instead
   std::vector<StepId> start_order_;
+  int current_iteration_ = 0; // of the plan step being admitted, started or finished: policy steps inherit it
 };
 
 } // namespace memsim

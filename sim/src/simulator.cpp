@@ -67,7 +67,9 @@ RunResult simulate(const Trace& trace, const Machine& machine, const Plan& plan,
   if (machine.host.memory != 0)
     config.memory.host_capacity = machine.host.memory;
   const CostModel cost(extended, machine);
-  const OpTime op_time = [&](const Op& op, int node) { return cost.op_time(op, static_cast<std::size_t>(node)); };
+  const OpTime op_time = [&](const Op& op, int node) {
+    return node == kHostNode ? cost.host_op_time(op) : cost.op_time(op, static_cast<std::size_t>(node));
+  };
   if (options.engine == EngineKind::simgrid)
     return simulate_with_simgrid(extended, plan, machine, config, op_time);
   const NetworkModel network = build_network_model(machine);

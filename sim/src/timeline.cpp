@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 
 namespace memsim {
@@ -37,14 +38,20 @@ MetricsAccumulator::StreamTotals& MetricsAccumulator::totals(int device, const s
 }
 
 void MetricsAccumulator::add(StepKind kind, int device, const std::string& stream_name, double start_s, double end_s,
-                             std::uint64_t bytes)
+                             std::uint64_t bytes, int iteration)
 {
   metrics_.iteration_time_s = std::max(metrics_.iteration_time_s, end_s);
   ++metrics_.steps_executed;
+  const auto index = static_cast<std::size_t>(std::max(iteration, 0));
+  if (iteration_ends_.size() <= index)
+    iteration_ends_.resize(index + 1, 0.0);
+  iteration_ends_[index] = std::max(iteration_ends_[index], end_s);
   const double duration = end_s - start_s;
   switch (kind) {
   case StepKind::compute:
   case StepKind::recompute: {
+    if (device == kHostDevice)
+      break; // host compute: the GPU metrics (busy, stalls) are about GPUs
     metrics_.compute_busy_s += duration;
     if (kind == StepKind::recompute)
       metrics_.recompute_time_s += duration;
@@ -55,9 +62,14 @@ void MetricsAccumulator::add(StepKind kind, int device, const std::string& strea
   }
   case StepKind::offload: metrics_.d2h_bytes += bytes; break;
   case StepKind::prefetch: metrics_.h2d_bytes += bytes; break;
-  case StepKind::send: metrics_.p2p_bytes += bytes; break;
+  case StepKind::send:
+  case StepKind::allreduce:
+  case StepKind::allgather:
+  case StepKind::reducescatter: metrics_.p2p_bytes += bytes; break;
   case StepKind::free:
-  case StepKind::recv: break;
+  case StepKind::recv:
+  case StepKind::split:
+  case StepKind::merge: break;
   }
 }
 
@@ -71,6 +83,18 @@ Metrics MetricsAccumulator::finish(const std::vector<MemorySample>& memory)
     metrics_.stall_time_s += std::max(0.0, stream.last_compute_end - stream.busy);
   for (const MemorySample& sample : memory)
     metrics_.peak_device_bytes = std::max(metrics_.peak_device_bytes, sample.bytes);
+  double previous_end = 0;
+  for (double end : iteration_ends_) {
+    end = std::max(end, previous_end);
+    metrics_.iteration_times_s.push_back(end - previous_end);
+    previous_end = end;
+  }
+  if (metrics_.iteration_times_s.size() == 1)
+    metrics_.steady_iteration_time_s = metrics_.iteration_times_s[0];
+  else if (metrics_.iteration_times_s.size() > 1)
+    metrics_.steady_iteration_time_s =
+        std::accumulate(metrics_.iteration_times_s.begin() + 1, metrics_.iteration_times_s.end(), 0.0) /
+        static_cast<double>(metrics_.iteration_times_s.size() - 1);
   return metrics_;
 }
 
@@ -78,7 +102,8 @@ Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std
 {
   MetricsAccumulator metrics;
   for (const StepRecord& record : timeline)
-    metrics.add(record.kind, record.device, record.stream, record.start_s, record.end_s, record.bytes);
+    metrics.add(record.kind, record.device, record.stream, record.start_s, record.end_s, record.bytes,
+                record.iteration);
   return metrics.finish(memory);
 }
 
@@ -109,13 +134,15 @@ nlohmann::json metrics_to_json(const RunResult& result)
   document["d2h_bytes"] = m.d2h_bytes;
   document["p2p_bytes"] = m.p2p_bytes;
   document["steps_executed"] = m.steps_executed;
+  document["iteration_times_s"] = m.iteration_times_s;
+  document["steady_iteration_time_s"] = m.steady_iteration_time_s;
   return document;
 }
 
 nlohmann::json timeline_to_json(const RunResult& result, const std::string& process_name)
 {
   nlohmann::json steps = nlohmann::json::array();
-  for (const StepRecord& record : result.timeline)
+  for (const StepRecord& record : result.timeline) {
     steps.push_back({{"step", record.step},
                      {"kind", to_string(record.kind)},
                      {"device", record.device},
@@ -124,6 +151,9 @@ nlohmann::json timeline_to_json(const RunResult& result, const std::string& proc
                      {"end_s", record.end_s},
                      {"bytes", record.bytes},
                      {"label", record.label}});
+    if (record.iteration != 0)
+      steps.back()["iteration"] = record.iteration;
+  }
   nlohmann::json memory = nlohmann::json::array();
   for (const MemorySample& sample : result.memory)
     memory.push_back({sample.device, sample.time_s, sample.bytes});
@@ -146,7 +176,7 @@ RunResult timeline_from_json(const nlohmann::json& document, const std::string& 
   auto steps = root.at("steps");
   for (std::size_t i = 0; i < steps.size(); ++i) {
     auto node = steps.item(i);
-    node.only_keys({"step", "kind", "device", "stream", "start_s", "end_s", "bytes", "label"});
+    node.only_keys({"step", "kind", "device", "stream", "start_s", "end_s", "bytes", "label", "iteration"});
     StepRecord record;
     record.step = node.at("step").as_int();
     auto kind = step_kind_from_string(node.at("kind").as_string());
@@ -161,6 +191,7 @@ RunResult timeline_from_json(const nlohmann::json& document, const std::string& 
       node.at("end_s").fail("a step cannot end before it starts");
     record.bytes = node.get_uint("bytes", 0);
     record.label = node.get_string("label", "");
+    record.iteration = static_cast<int>(node.get_int("iteration", 0));
     result.timeline.push_back(std::move(record));
   }
   if (root.has("memory")) {

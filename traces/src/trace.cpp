@@ -95,7 +95,7 @@ std::vector<std::int64_t> read_id_list(const fast_json::Node& node)
 
 Tensor read_tensor(const fast_json::Node& node, std::int64_t index)
 {
-  node.only_keys({"id", "name", "bytes", "kind", "free_after"});
+  node.only_keys({"id", "name", "bytes", "kind", "free_after", "shape", "batch_axis"});
   Tensor tensor;
   tensor.id = node.at("id").as_int();
   if (tensor.id != index)
@@ -109,13 +109,29 @@ Tensor read_tensor(const fast_json::Node& node, std::int64_t index)
   tensor.kind = *parsed;
   if (node.has("free_after"))
     tensor.free_after = node.at("free_after").as_int();
+  if (node.has("shape")) {
+    auto shape = node.at("shape");
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      const std::int64_t extent = shape.item(i).as_int();
+      if (extent < 0)
+        shape.item(i).fail("a shape extent must not be negative");
+      tensor.shape.push_back(extent);
+    }
+  }
+  if (node.has("batch_axis")) {
+    const std::int64_t axis = node.at("batch_axis").as_int();
+    if (axis < 0 || (node.has("shape") && axis >= static_cast<std::int64_t>(tensor.shape.size())))
+      node.at("batch_axis").fail(fmt::format("batch_axis {} is not an axis of the shape ({} axes)", axis,
+                                             tensor.shape.size()));
+    tensor.batch_axis = static_cast<int>(axis);
+  }
   return tensor;
 }
 
 Op read_op(const fast_json::Node& node, std::int64_t index)
 {
   node.only_keys({"id", "name", "type", "phase", "layer", "inputs", "outputs", "workspace_bytes", "time_s", "flops",
-                  "bytes_accessed", "split"});
+                  "bytes_accessed", "split", "cpu_time_s", "iteration", "split_of", "fused_from"});
   Op op;
   op.id = node.at("id").as_int();
   if (op.id != index)
@@ -131,9 +147,40 @@ Op read_op(const fast_json::Node& node, std::int64_t index)
   op.inputs = read_id_list(node.at("inputs"));
   op.outputs = read_id_list(node.at("outputs"));
   op.workspace_bytes = node.get_uint("workspace_bytes", 0);
-  op.time_s = node.at("time_s").as_number();
+  if (node.has("split_of")) {
+    auto from = node.at("split_of");
+    from.only_keys({"op", "index", "parts", "dim"});
+    SplitOf split_of{from.at("op").as_int(), static_cast<int>(from.at("index").as_int()),
+                     static_cast<int>(from.at("parts").as_int()), from.get_string("dim", "batch")};
+    if (split_of.parts < 1)
+      from.at("parts").fail(fmt::format("parts must be at least 1, found {}", split_of.parts));
+    if (split_of.index < 0 || split_of.index >= split_of.parts)
+      from.at("index").fail(fmt::format("index {} is not below parts {}", split_of.index, split_of.parts));
+    op.split_of = split_of;
+  }
+  if (node.has("fused_from")) {
+    auto from = node.at("fused_from");
+    from.only_keys({"op", "models"});
+    FusedFrom fused{from.at("op").as_int(), static_cast<int>(from.at("models").as_int())};
+    if (fused.models < 1)
+      from.at("models").fail(fmt::format("models must be at least 1, found {}", fused.models));
+    op.fused_from = fused;
+  }
+  if (op.split_of && op.fused_from)
+    node.fail("an op is either split_of or fused_from another, not both");
+  // A derived op may leave its time to trace_with_extras (from its source op).
+  op.has_time = node.has("time_s") || !(op.split_of || op.fused_from);
+  op.time_s = op.has_time ? node.at("time_s").as_number() : 0.0;
   if (op.time_s < 0)
     node.at("time_s").fail("time_s must not be negative");
+  if (node.has("cpu_time_s")) {
+    op.cpu_time_s = node.at("cpu_time_s").as_number();
+    if (*op.cpu_time_s < 0)
+      node.at("cpu_time_s").fail("cpu_time_s must not be negative");
+  }
+  op.iteration = static_cast<int>(node.get_int("iteration", 0));
+  if (op.iteration < 0)
+    node.at("iteration").fail("iteration must not be negative");
   if (node.has("flops"))
     op.flops = node.at("flops").as_number();
   if (node.has("bytes_accessed"))
@@ -145,6 +192,23 @@ Op read_op(const fast_json::Node& node, std::int64_t index)
   }
   return op;
 }
+
+} // namespace
+
+std::uint64_t dtype_bytes(std::string_view dtype)
+{
+  if (dtype == "fp64" || dtype == "int64")
+    return 8;
+  if (dtype == "fp32" || dtype == "tf32" || dtype == "int32")
+    return 4;
+  if (dtype == "fp16" || dtype == "bf16" || dtype == "int16")
+    return 2;
+  if (dtype == "int8" || dtype == "uint8" || dtype == "fp8")
+    return 1;
+  return 0;
+}
+
+namespace {
 
 // Semantic checks that need the whole document; `where(path)` formats the location of an element.
 template <typename Where>
@@ -174,12 +238,20 @@ void check_trace(const Trace& trace, Where where)
                          fmt::format("tensor {} ('{}') is a {} and exists before the iteration; ops cannot produce it",
                                      id, tensor.name, to_string(tensor.kind)));
       auto& first = producer[static_cast<std::size_t>(id)];
-      if (first >= 0)
+      // A multi-iteration trace produces a tensor shared by name (a weight gradient) once per iteration.
+      if (first >= 0 && trace.op(first).iteration == op.iteration)
         throw InputError(where(fmt::format("/ops/{}/outputs/{}", op.id, i)),
                          fmt::format("tensor {} ('{}') is produced twice (also by op {})", id, tensor.name, first));
       first = op.id;
     }
   }
+  for (const Op& op : trace.ops)
+    if (auto problem = derived_op_problem(op, op_count))
+      throw InputError(where(fmt::format("/ops/{}/{}", op.id, op.split_of ? "split_of" : "fused_from")), *problem);
+  const std::uint64_t element_bytes = dtype_bytes(trace.source.dtype);
+  for (const Tensor& tensor : trace.tensors)
+    if (auto problem = shape_problem(tensor, element_bytes))
+      throw InputError(where(fmt::format("/tensors/{}/shape", tensor.id)), *problem);
   for (const Tensor& tensor : trace.tensors) {
     if (!tensor.free_after)
       continue;
@@ -224,6 +296,7 @@ Trace trace_from_text(const std::string& text, const std::string& source_name)
   for (std::size_t i = 0; i < ops.size(); ++i)
     trace.ops.push_back(read_op(ops.item(i), static_cast<std::int64_t>(i)));
   check_trace(trace, [&](const std::string& path) { return fmt::format("{}: at {}", source_name, path); });
+  time_derived_ops(trace.ops);
   return trace;
 }
 
@@ -249,6 +322,10 @@ nlohmann::json tensor_to_json(const Tensor& tensor)
       {"id", tensor.id}, {"name", tensor.name}, {"bytes", tensor.bytes}, {"kind", to_string(tensor.kind)}};
   if (tensor.free_after)
     entry["free_after"] = *tensor.free_after;
+  if (!tensor.shape.empty())
+    entry["shape"] = tensor.shape;
+  if (tensor.batch_axis)
+    entry["batch_axis"] = *tensor.batch_axis;
   return entry;
 }
 
@@ -269,6 +346,19 @@ nlohmann::json op_to_json(const Op& op)
     entry["bytes_accessed"] = *op.bytes_accessed;
   if (!op.split.empty())
     entry["split"] = op.split;
+  if (!op.has_time)
+    entry.erase("time_s"); // a derived op timed from its source
+  if (op.cpu_time_s)
+    entry["cpu_time_s"] = *op.cpu_time_s;
+  if (op.iteration != 0)
+    entry["iteration"] = op.iteration;
+  if (op.split_of)
+    entry["split_of"] = {{"op", op.split_of->op},
+                         {"index", op.split_of->index},
+                         {"parts", op.split_of->parts},
+                         {"dim", op.split_of->dim}};
+  if (op.fused_from)
+    entry["fused_from"] = {{"op", op.fused_from->op}, {"models", op.fused_from->models}};
   return entry;
 }
 

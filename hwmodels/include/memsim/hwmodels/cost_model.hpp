@@ -11,6 +11,10 @@ public:
   CostModel(const Trace& trace, const Machine& machine);
   // Seconds for op `op` on gpu `gpu` (kernel launch overhead included).
   double op_time(const Op& op, std::size_t gpu) const;
+  // Seconds for op `op` on the host CPU (v2 host compute): the op's cpu_time_s when it has one, else the roofline
+  // max(flops / host.flops, bytes / host.memory_bandwidth) over the terms the machine and the op give (bytes:
+  // bytes_accessed, else the op's inputs and outputs); with no term at all, its recorded (GPU) time_s.
+  double host_op_time(const Op& op) const;
   // Time of all compute of the trace on gpu 0 with no memory traffic: the ideal iteration time.
   double ideal_time(std::size_t gpu = 0) const;
 

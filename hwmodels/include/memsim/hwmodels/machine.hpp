@@ -20,7 +20,8 @@ struct Gpu {
 
 struct HostSpec {
   std::uint64_t memory = 0;
-  double flops = 0;
+  double flops = 0;            // FLOP/s of the host CPU (v2 host compute's roofline; 0: unknown)
+  double memory_bandwidth = 0; // bytes/s of host memory (v2 host compute's roofline; 0: unknown)
 };
 
 enum class Duplex { split, shared };

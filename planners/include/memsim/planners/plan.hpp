@@ -16,12 +16,22 @@ namespace memsim {
 
 using StepId = std::int64_t;
 
-enum class StepKind { compute, recompute, offload, prefetch, free, send, recv };
+// v2 adds split/merge (zero-time views) and the collectives allreduce/allgather/reducescatter.
+enum class StepKind { compute, recompute, offload, prefetch, free, send, recv, split, merge, allreduce, allgather,
+                      reducescatter };
 std::string_view to_string(StepKind kind);
 std::optional<StepKind> step_kind_from_string(std::string_view text);
 
 // compute/recompute name an op; the others name a tensor.
 inline bool step_names_op(StepKind kind) { return kind == StepKind::compute || kind == StepKind::recompute; }
+inline bool is_view(StepKind kind) { return kind == StepKind::split || kind == StepKind::merge; }
+inline bool is_collective(StepKind kind)
+{
+  return kind == StepKind::allreduce || kind == StepKind::allgather || kind == StepKind::reducescatter;
+}
+
+// The device index of the host CPU in a step (`device: -1`): host compute, and frees/views of host copies.
+inline constexpr int kHostDevice = -1;
 
 struct Step {
   StepId id = 0;
@@ -33,6 +43,19 @@ struct Step {
   int instance = 0;
   std::vector<StepId> deps;
   std::optional<int> peer; // send/recv: the other device
+  std::vector<TensorId> parts; // split/merge: the parts that replace the parent `tensor` (or are merged into it)
+  std::vector<int> group;      // collectives: the devices of the ring, in ring order
+  int iteration = 0;
+};
+
+// v2 `initial_placement`: where the tensors an entry matches (by kind or id, optionally one instance) live at
+// t = 0. `device` is the v1 rule, `host` a host copy only, `none` nowhere (the plan creates it).
+enum class Placement { device, host, none };
+struct PlacementRule {
+  std::optional<TensorKind> kind;
+  std::optional<TensorId> tensor;
+  Placement where = Placement::device;
+  std::optional<int> instance;
 };
 
 struct PlanEstimate {
@@ -60,7 +83,16 @@ struct Plan {
   std::vector<Op> extra_ops;
   std::vector<Tensor> extra_tensors;
   std::optional<PolicyChoice> policy;
+  // v2, optional (empty: v1 behaviour).
+  std::vector<PlacementRule> initial_placement;
+  std::vector<TensorKind> shared_across_instances; // of weight, weight_grad, optimizer_state
 };
+
+// The first v2 feature a plan uses, named for executors that do not support them (memsim-cuda); nullopt for a
+// plan v1 could express.
+std::optional<std::string> v2_feature(const Plan& plan);
+// Whether tensors of this kind have one slot per device for all instances under this plan.
+bool shared_across_instances(const Plan& plan, TensorKind kind);
 
 Plan load_plan(const std::filesystem::path& path);
 // Parses JSON text (simdjson); syntax errors name the byte offset. The fast path of load_plan.
@@ -72,6 +104,11 @@ void save_plan(const Plan& plan, const std::filesystem::path& path);
 // Checks references against the trace (op/tensor ids exist, including extra ones; devices < device_count).
 // Throws InputError(source_name + ": at /steps/N", ...).
 void validate_plan(const Plan& plan, const Trace& trace, int device_count, const std::string& source_name);
+
+// The v2 checks of validate_plan (plan_checks.cpp): parts that add up, merges of parts no earlier step makes
+// resident, collective groups, host steps reading tensors that never reach the host, placement rules, extra ops'
+// and tensors' derivations and shapes.
+void validate_v2_additions(const Plan& plan, const Trace& trace, int device_count, const std::string& source_name);
 
 // The trace with the plan's extra ops/tensors appended (what executors actually run).
 Trace trace_with_extras(const Trace& trace, const Plan& plan);

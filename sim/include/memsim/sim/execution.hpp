@@ -78,8 +78,16 @@ struct ResidentTensor {
   int instance = 0;
   TensorId tensor = 0;
 };
+// v2: the plan's initial_placement rules adjust this (sim/README.md): `device` keeps the rule above for the tensors
+// it matches (of any kind), `host` and `none` take them off the GPUs; tensors of a kind shared_across_instances
+// appear once per device, as instance 0.
 std::vector<std::vector<ResidentTensor>> initial_residents(const Trace& trace, const Plan& plan,
                                                            std::size_t device_count);
+// v2: the (instance, tensor) pairs an initial_placement rule puts on the host at t = 0: one per instance that has
+// steps (once for a shared kind), in (instance, tensor) order.
+std::vector<ResidentTensor> initial_host_residents(const Trace& trace, const Plan& plan);
+// Per tensor, 1 when its kind is shared_across_instances in this plan (LedgerConfig::shared_tensor).
+std::vector<std::uint8_t> shared_tensors(const Trace& trace, const Plan& plan);
 
 std::size_t plan_instance_count(const Plan& plan);
 

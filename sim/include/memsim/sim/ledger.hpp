@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ struct LedgerConfig {
   // pool: released blocks stay apart (with their release steps) until settle() says every future allocation is
   // ordered after the release; allocations pass an Ordering and get the waits their block needs (memsim-cuda).
   bool stream_ordered_reuse = false;
+  // v2 shared_across_instances: per tensor, 1 when every instance uses one slot (that of instance 0). Empty: none.
+  std::vector<std::uint8_t> shared_tensor;
 };
 
 // What a stream-ordered allocation may reuse without waiting, and the release steps it must wait on.
@@ -65,6 +68,13 @@ public:
   // LedgerConfig::stream_ordered_reuse (nullptr: every release is ordered before).
   std::optional<Denial> allocate(int space, int instance, TensorId tensor, StepId by, Ordering* ordering = nullptr);
   void release(int space, int instance, TensorId tensor, StepId by);
+  // v2 views (zero-time, bytes in use unchanged): split makes `parts` resident in place of the resident `parent`,
+  // merge the inverse. The caller checks residency first; a part (split) or the parent (merge) already resident is
+  // a double_allocation denial and changes nothing. Under the pool allocator the parts live at offsets in the
+  // parent's block, and a block returns to the pool only when nothing that holds it (a part, or a parent merged
+  // from parts) is resident any more: freeing one part lowers the bytes in use but frees no pool space.
+  std::optional<Denial> split(int space, int instance, TensorId parent, const std::vector<TensorId>& parts, StepId by);
+  std::optional<Denial> merge(int space, int instance, TensorId parent, const std::vector<TensorId>& parts, StepId by);
   // Anonymous bytes (an op's workspace). `handle` identifies the block for release_bytes (pool: its offset).
   std::optional<Denial> allocate_bytes(int space, std::uint64_t bytes, StepId by, std::uint64_t& handle,
                                        Ordering* ordering = nullptr);
@@ -82,9 +92,18 @@ public:
   bool fits(int space, const std::vector<std::uint64_t>& sizes) const;
 
 private:
+  // pool: a block that views share (created by a split or merge); it returns to the pool when `holders` is 0.
+  struct SharedBlock {
+    std::uint64_t offset = 0;
+    std::uint64_t bytes = 0;
+    int holders = 0;
+  };
   struct Account {
     std::vector<std::uint8_t> resident; // per slot
     std::vector<std::uint64_t> offset;  // pool: per slot, where the block lives
+    // pool: the slots that are views, with the shared blocks they hold (others own the block at `offset`).
+    std::map<std::size_t, std::vector<std::size_t>> views;
+    std::vector<SharedBlock> shared_blocks;
     std::uint64_t in_use = 0;
     std::uint64_t peak = 0;
     std::uint64_t capacity = 0;
@@ -92,8 +111,14 @@ private:
   };
   std::size_t slot(int instance, TensorId tensor) const
   {
-    return static_cast<std::size_t>(instance) * tensor_count_ + static_cast<std::size_t>(tensor);
+    const auto t = static_cast<std::size_t>(tensor);
+    if (!shared_.empty() && shared_[t])
+      return t; // one slot for every instance
+    return static_cast<std::size_t>(instance) * tensor_count_ + t;
   }
+  // pool: the shared blocks a resident slot holds (a block of its own becomes a shared block first).
+  std::vector<std::size_t> take_blocks(Account& account, std::size_t index, std::uint64_t bytes);
+  void drop_blocks(Account& account, const std::vector<std::size_t>& blocks, int count, StepId by);
   Account& account(int space) { return space == kHost ? host_ : devices_[static_cast<std::size_t>(space)]; }
   const Account& account(int space) const
   {
@@ -108,6 +133,7 @@ private:
   std::size_t tensor_count_ = 0;
   std::size_t device_count_ = 0;
   bool stream_ordered_reuse_ = false;
+  std::vector<std::uint8_t> shared_;
   std::vector<Account> devices_;
   Account host_;
 };

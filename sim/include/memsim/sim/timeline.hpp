@@ -20,6 +20,7 @@ struct StepRecord {
   double end_s = 0;
   std::uint64_t bytes = 0; // bytes moved (transfers) or allocated (compute outputs)
   std::string label;       // op or tensor name
+  int iteration = 0;       // the step's iteration (v2)
 };
 
 // A memory sample per device: bytes in use from time_s on.
@@ -58,6 +59,11 @@ struct Metrics {
   std::uint64_t d2h_bytes = 0;
   std::uint64_t p2p_bytes = 0;
   std::size_t steps_executed = 0;
+  // v2 iterations: iteration i ends when its last step ends (never before iteration i-1 ends); its time is that end
+  // minus the previous iteration's end (iteration 0: minus 0), so the times add up to the end of the last iteration.
+  // steady_iteration_time_s is their mean over iterations >= 1, or iteration 0's time when there is only one.
+  std::vector<double> iteration_times_s;
+  double steady_iteration_time_s = 0;
 };
 
 struct RunResult {
@@ -78,7 +84,7 @@ Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std
 class MetricsAccumulator {
 public:
   void add(StepKind kind, int device, const std::string& stream_name, double start_s, double end_s,
-           std::uint64_t bytes);
+           std::uint64_t bytes, int iteration = 0);
   // Stall totals are summed in (device, stream name) order, as metrics_from_timeline does.
   Metrics finish(const std::vector<MemorySample>& memory);
 
@@ -94,6 +100,7 @@ private:
   Metrics metrics_;
   std::vector<StreamTotals> streams_; // compute streams, in first-seen order
   std::size_t last_ = 0;              // the stream of the previous compute step (most steps repeat it)
+  std::vector<double> iteration_ends_; // the latest end of a step of each iteration
 };
 
 // The `--json` object of `memsim simulate` (DESIGN appendix).

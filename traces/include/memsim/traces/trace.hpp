@@ -38,6 +38,22 @@ struct Tensor {
   std::uint64_t bytes = 0;
   TensorKind kind = TensorKind::other;
   std::optional<OpId> free_after; // op after which the profiled framework released it
+  // v2, optional: the logical shape (elements per axis) and which axis is the batch. When both shape and the
+  // trace's dtype size are known, product(shape) x dtype size must equal bytes (checked by the loader).
+  std::vector<std::int64_t> shape;
+  std::optional<int> batch_axis;
+};
+
+// v2: where a derived op (a plan's extra op) comes from.
+struct SplitOf {  // micro-op `index` of `parts` of op `op`, split along `dim`
+  OpId op = 0;
+  int index = 0;
+  int parts = 1;
+  std::string dim;
+};
+struct FusedFrom { // op `op` of `models` horizontally fused models
+  OpId op = 0;
+  int models = 1;
 };
 
 struct Op {
@@ -53,7 +69,28 @@ struct Op {
   std::optional<double> flops;
   std::optional<double> bytes_accessed;
   std::vector<std::string> split; // dimensions along which the op may be split
+  // v2, optional: the op's time on the host CPU (a host compute step uses it instead of the roofline).
+  std::optional<double> cpu_time_s;
+  int iteration = 0; // which training iteration of a multi-iteration trace
+  std::optional<SplitOf> split_of;
+  std::optional<FusedFrom> fused_from;
+  // False when the document gave no time_s (allowed only for derived ops: trace_with_extras times them).
+  bool has_time = true;
 };
+
+// Bytes per element of a dtype name ("fp32" -> 4), or 0 when unknown.
+std::uint64_t dtype_bytes(std::string_view dtype);
+
+// v2 checks shared by the trace loader and validate_plan (a plan's extra tensors and ops); nullopt when fine.
+// A shape is consistent when bytes = product(shape) x an element size: the trace dtype's (`element_bytes`, 0 when
+// unknown) or, for mixed precision, any of 1, 2, 4, 8.
+std::optional<std::string> shape_problem(const Tensor& tensor, std::uint64_t element_bytes);
+// split_of / fused_from name an existing op (id < op_count) other than the op itself.
+std::optional<std::string> derived_op_problem(const Op& op, std::int64_t op_count);
+// Times the derived ops that gave no time_s from their source op, in id order: a split micro-op takes
+// time/parts, a fused op time x models. A placeholder until the cost model's op_time(op, gpu, scale) lands
+// (DESIGN.md "Op cost as a function of size"): it ignores that small kernels are less efficient.
+void time_derived_ops(std::vector<Op>& ops);
 
 struct TraceSource {
   std::string tool;
