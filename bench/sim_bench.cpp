@@ -56,7 +56,7 @@ Trace chain_trace(int layers)
   trace.name = fmt::format("bench-chain-{}", layers);
   trace.source = TraceSource{"memsim-bench", "bench-gpu", "fp32", 1, ""};
   auto tensor = [&](std::string name, std::uint64_t bytes, TensorKind kind) {
-    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}});
+    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}, {}, {}});
     return trace.tensors.back().id;
   };
   auto op = [&](std::string name, Phase phase, int layer, std::vector<TensorId> inputs, TensorId output,

@@ -77,9 +77,8 @@ Machine load_machine(const std::filesystem::path& path)
   machine.host.flops = host.has("flops") ? host.at("flops").as_number() : 0.0;
   if (machine.host.flops < 0)
     host.at("flops").fail("flops must not be negative");
+  // as_bandwidth refuses zero and negative bandwidths.
   machine.host.memory_bandwidth = host.has("memory_bandwidth") ? host.at("memory_bandwidth").as_bandwidth() : 0.0;
-  if (host.has("memory_bandwidth") && machine.host.memory_bandwidth <= 0)
-    host.at("memory_bandwidth").fail("memory_bandwidth must be positive");
   if (root.has("switches")) {
     auto switches = root.at("switches");
     for (std::size_t i = 0; i < switches.size(); ++i) {

@@ -10,6 +10,8 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <set>
+#include <tuple>
 
 namespace memsim {
 
@@ -237,6 +239,19 @@ private:
     return false;
   }
 
+  // A copy is allocated at its destination when it starts, but complete only when it ends. recv and host steps
+  // (v2) check completeness: they fail with not_resident on a tensor still arriving by a send or an offload.
+  // (v1 GPU reads keep their meaning: they check residency only.)
+  bool require_arrived(const Step& step, int space, TensorId tensor, const char* action)
+  {
+    if (!arriving_.count({space, step.instance, tensor}))
+      return true;
+    fail(FailureKind::not_resident, &step, tensor, space,
+         FailureText{describe(step), action, describe_tensor(tensor) + " (still arriving)", "", 0,
+                     Denial{FailureKind::not_resident, ledger_.in_use(space), 0, 0, 0}, -1});
+    return false;
+  }
+
   bool allocate(const Step& step, int space, TensorId tensor)
   {
     auto denial = ledger_.allocate(space, step.instance, tensor, step.id);
@@ -273,7 +288,8 @@ private:
       const Op& op = trace_.op(*step.op);
       record.label = op.name;
       for (TensorId input : op.inputs)
-        if (!require_resident(step, step.device, input, "reads"))
+        if (!require_resident(step, step.device, input, "reads") ||
+            (step.device == kHostNode && !require_arrived(step, step.device, input, "reads")))
           return;
       for (TensorId output : op.outputs) {
         if (accumulates(step, output))
@@ -308,6 +324,7 @@ private:
                FailureText{describe(step), "offloads", describe_tensor(tensor), "", 0, *denial, -1});
           return;
         }
+        arriving_.insert({MemoryLedger::kHost, step.instance, tensor});
       }
       work = Work{Work::Kind::transfer, 0, 0, step.device, kHostNode, record.bytes};
       break;
@@ -345,12 +362,14 @@ private:
         return;
       if (!allocate(step, *step.peer, tensor))
         return;
+      arriving_.insert({*step.peer, step.instance, tensor});
       work = Work{Work::Kind::transfer, 0, 0, step.device, *step.peer, record.bytes};
       break;
     }
     case StepKind::recv: // zero time: checks that the matching send has delivered the tensor here
       record.label = trace_.tensor(*step.tensor).name;
-      if (!require_resident(step, step.device, *step.tensor, "receives"))
+      if (!require_resident(step, step.device, *step.tensor, "receives") ||
+          !require_arrived(step, step.device, *step.tensor, "receives"))
         return;
       break;
     case StepKind::split:
@@ -482,6 +501,10 @@ private:
         sample(step.device);
       }
     }
+    if (step.kind == StepKind::offload)
+      arriving_.erase({MemoryLedger::kHost, step.instance, *step.tensor});
+    else if (step.kind == StepKind::send)
+      arriving_.erase({*step.peer, step.instance, *step.tensor});
     executed_[static_cast<std::size_t>(id)] = 1;
     ++executed_count_;
     if (result_.error)
@@ -541,6 +564,7 @@ private:
     int in_flight = 0; // transfers of the current phase still moving
   };
   std::map<StepId, CollectiveRun> collectives_;
+  std::set<std::tuple<int, int, TensorId>> arriving_; // (space, instance, tensor) of copies in flight
   double now_ = 0;
   RunResult result_;
 };

@@ -20,9 +20,9 @@ Trace full_trace()
   Trace trace;
   trace.name = "every-field";
   trace.source = {"hand", "GPU-A", "bf16", 8, "2026-11-23"};
-  trace.tensors = {{0, "w", std::numeric_limits<std::uint64_t>::max(), TensorKind::weight, std::nullopt},
-                   {1, "a", 4000, TensorKind::activation, 1},
-                   {2, "g \"quoted\" \u00e9", 500, TensorKind::gradient, std::nullopt}};
+  trace.tensors = {{0, "w", std::numeric_limits<std::uint64_t>::max(), TensorKind::weight, std::nullopt, {}, {}},
+                   {1, "a", 4000, TensorKind::activation, 1, {}, {}},
+                   {2, "g \"quoted\" \u00e9", 500, TensorKind::gradient, std::nullopt, {}, {}}};
   Op forward;
   forward.id = 0;
   forward.name = "matmul";
@@ -65,7 +65,7 @@ Plan full_plan(const Trace& trace)
   extra.outputs = {3};
   extra.time_s = 1e-3;
   plan.extra_ops = {extra};
-  plan.extra_tensors = {{3, "e", 10, TensorKind::other, std::nullopt}};
+  plan.extra_tensors = {{3, "e", 10, TensorKind::other, std::nullopt, {}, {}}};
   PlanBuilder build(plan);
   const StepId f = build.compute(0);
   const StepId o = build.offload(1, {f});
@@ -129,7 +129,7 @@ TEST(TraceFiles, LocatedMessages)
             "t.json: at /ops/1/inputs/1: expected an integer, found \"w\"");
   EXPECT_EQ(error_of(trace_text([](auto& d) { d["ops"][1]["tim_s"] = 1; })),
             "t.json: at /ops/1/tim_s: unknown key 'tim_s' (valid keys: id, name, type, phase, layer, inputs, outputs, "
-            "workspace_bytes, time_s, flops, bytes_accessed, split)");
+            "workspace_bytes, time_s, flops, bytes_accessed, split, cpu_time_s, iteration, split_of, fused_from)");
   EXPECT_EQ(error_of(trace_text([](auto& d) { d["tensors"][1]["bytes"] = -1; })),
             "t.json: at /tensors/1/bytes: expected a non-negative integer, found -1");
   EXPECT_EQ(error_of(trace_text([](auto& d) { d["tensors"][1].erase("bytes"); })),
@@ -180,7 +180,7 @@ TEST(PlanFiles, LocatedMessagesInStepsAndExtras)
             "p.json: at /steps/3/deps/0: dep 7 must name an earlier step (0..2)");
   EXPECT_EQ(error_of([](auto& d) { d["steps"][1]["kind"] = "swap"; }),
             "p.json: at /steps/1/kind: unknown step kind 'swap' (valid: compute, recompute, offload, prefetch, free, "
-            "send, recv)");
+            "send, recv, split, merge, allreduce, allgather, reducescatter)");
   EXPECT_EQ(error_of([](auto& d) { d["extra_ops"][0]["inputs"][0] = 1.5; }),
             "p.json: at /extra_ops/0/inputs/0: expected an integer, found 1.5");
   EXPECT_EQ(error_of([](auto& d) { d["extra_tensors"][0]["kind"] = "nope"; }),

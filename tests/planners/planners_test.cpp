@@ -202,7 +202,7 @@ TEST(CheckpointSqrt, KeepsEveryOutputOfTheOpProducingASegmentInput)
     if (op.phase != Phase::forward)
       continue;
     const auto id = static_cast<TensorId>(trace.tensors.size());
-    trace.tensors.push_back(Tensor{id, fmt::format("stats{}", op.layer), 64, TensorKind::activation, {}});
+    trace.tensors.push_back(Tensor{id, fmt::format("stats{}", op.layer), 64, TensorKind::activation, {}, {}, {}});
     op.outputs.push_back(id);
     stats.push_back(id);
   }

@@ -41,8 +41,8 @@ Trace two_activation_trace(std::uint64_t workspace = 0)
 {
   Trace trace;
   trace.name = "two";
-  trace.tensors = {{0, "a", 4000000, TensorKind::activation, std::nullopt},
-                   {1, "b", 4000000, TensorKind::activation, std::nullopt}};
+  trace.tensors = {{0, "a", 4000000, TensorKind::activation, std::nullopt, {}, {}},
+                   {1, "b", 4000000, TensorKind::activation, std::nullopt, {}, {}}};
   Op make_a;
   make_a.id = 0;
   make_a.name = "make_a";
@@ -225,7 +225,7 @@ TEST(ExecutionProgram, FragmentationIsReportedApartFromOutOfMemory)
   Trace trace;
   trace.name = "frag";
   for (TensorId id = 0; id < 4; ++id)
-    trace.tensors.push_back({id, fmt::format("t{}", id), id == 3 ? 600u : 256u, TensorKind::activation, std::nullopt});
+    trace.tensors.push_back({id, fmt::format("t{}", id), id == 3 ? 600u : 256u, TensorKind::activation, std::nullopt, {}, {}});
   for (OpId id = 0; id < 4; ++id) {
     Op op;
     op.id = id;

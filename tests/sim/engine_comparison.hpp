@@ -61,6 +61,11 @@ inline std::vector<std::string> compare_runs(const RunResult& reference, const R
     differ("peaks per device differ");
   if (!same_time(a.iteration_time_s, b.iteration_time_s))
     differ(fmt::format("iteration_time_s {} vs {}", a.iteration_time_s, b.iteration_time_s));
+  if (a.iteration_times_s.size() != b.iteration_times_s.size())
+    differ(fmt::format("{} vs {} iterations", a.iteration_times_s.size(), b.iteration_times_s.size()));
+  for (std::size_t i = 0; i < std::min(a.iteration_times_s.size(), b.iteration_times_s.size()); ++i)
+    if (!same_time(a.iteration_times_s[i], b.iteration_times_s[i]))
+      differ(fmt::format("iteration {} time {} vs {}", i, a.iteration_times_s[i], b.iteration_times_s[i]));
   if (reference.timeline.size() != other.timeline.size())
     differ(fmt::format("{} vs {} steps executed", reference.timeline.size(), other.timeline.size()));
   for (std::size_t i = 0; i < std::min(reference.timeline.size(), other.timeline.size()); ++i) {

@@ -82,10 +82,10 @@ Trace hand_trace(const std::vector<std::uint64_t>& sizes,
   Trace trace;
   trace.name = "hand";
   trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
-  trace.tensors.push_back(Tensor{0, "x", kMB, TensorKind::input, {}});
+  trace.tensors.push_back(Tensor{0, "x", kMB, TensorKind::input, {}, {}, {}});
   for (std::size_t i = 0; i < sizes.size(); ++i)
     trace.tensors.push_back(
-        Tensor{static_cast<TensorId>(i + 1), fmt::format("a{}", i), sizes[i], TensorKind::activation, {}});
+        Tensor{static_cast<TensorId>(i + 1), fmt::format("a{}", i), sizes[i], TensorKind::activation, {}, {}, {}});
   for (std::size_t i = 0; i < ops.size(); ++i) {
     Op op;
     op.id = static_cast<OpId>(i);

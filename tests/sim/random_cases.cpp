@@ -46,7 +46,7 @@ Trace random_trace(std::mt19937_64& rng)
   trace.name = "random";
   trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
   auto tensor = [&](std::string name, std::uint64_t bytes, TensorKind kind) {
-    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}});
+    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}, {}, {}});
     return trace.tensors.back().id;
   };
   auto op = [&](std::string name, Phase phase, int layer, std::vector<TensorId> in, std::vector<TensorId> out) {

@@ -55,9 +55,9 @@ Trace two_op_trace(std::uint64_t workspace = 0)
   Trace trace;
   trace.name = "two-ops";
   trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
-  trace.tensors = {Tensor{0, "x", kMB, TensorKind::input, {}}, Tensor{1, "w", 1000, TensorKind::weight, {}},
-                   Tensor{2, "a0", kMB, TensorKind::activation, {}},
-                   Tensor{3, "a1", kMB, TensorKind::activation, {}}};
+  trace.tensors = {Tensor{0, "x", kMB, TensorKind::input, {}, {}, {}}, Tensor{1, "w", 1000, TensorKind::weight, {}, {}, {}},
+                   Tensor{2, "a0", kMB, TensorKind::activation, {}, {}, {}},
+                   Tensor{3, "a1", kMB, TensorKind::activation, {}, {}, {}}};
   Op f0;
   f0.id = 0;
   f0.name = "f0";

@@ -35,7 +35,7 @@ TEST(TraceAnalysis, ProducersReadersAndReleases)
 TEST(TraceAnalysis, FreeAfterUnreadOutputsAndWeightGradients)
 {
   Trace trace = test::make_chain(3, kA);
-  trace.tensors.push_back(Tensor{13, "stats", 500, TensorKind::activation, {}});
+  trace.tensors.push_back(Tensor{13, "stats", 500, TensorKind::activation, {}, {}, {}});
   trace.ops[0].outputs.push_back(13); // produced by f0, never read: released right after f0
   trace.tensors[2].free_after = 1;    // earlier than a0's last read (b1): the last read wins
   trace.tensors[6].free_after = 5;    // later than a2's last read (loss): the framework kept it until b1

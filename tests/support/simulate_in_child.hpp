@@ -22,14 +22,15 @@ inline nlohmann::json run_result_to_wire(const RunResult& result)
   const Metrics& m = result.metrics;
   nlohmann::json steps = nlohmann::json::array();
   for (const StepRecord& r : result.timeline)
-    steps.push_back({r.step, static_cast<int>(r.kind), r.device, r.stream, r.start_s, r.end_s, r.bytes, r.label});
+    steps.push_back(
+        {r.step, static_cast<int>(r.kind), r.device, r.stream, r.start_s, r.end_s, r.bytes, r.label, r.iteration});
   nlohmann::json memory = nlohmann::json::array();
   for (const MemorySample& s : result.memory)
     memory.push_back({s.device, s.time_s, s.bytes});
   nlohmann::json wire = {{"metrics",
                           {m.feasible, m.iteration_time_s, m.compute_busy_s, m.stall_time_s, m.recompute_time_s,
                            m.peak_device_bytes, m.peak_host_bytes, m.h2d_bytes, m.d2h_bytes, m.p2p_bytes,
-                           m.steps_executed}},
+                           m.steps_executed, m.iteration_times_s, m.steady_iteration_time_s}},
                          {"steps", std::move(steps)},
                          {"memory", std::move(memory)}};
   if (result.error) {
@@ -65,10 +66,12 @@ inline RunResult run_result_from_wire(const nlohmann::json& wire)
   metrics.d2h_bytes = m[8].get<std::uint64_t>();
   metrics.p2p_bytes = m[9].get<std::uint64_t>();
   metrics.steps_executed = m[10].get<std::size_t>();
+  metrics.iteration_times_s = m[11].get<std::vector<double>>();
+  metrics.steady_iteration_time_s = m[12].get<double>();
   for (const nlohmann::json& s : wire.at("steps"))
     result.timeline.push_back(StepRecord{s[0].get<StepId>(), static_cast<StepKind>(s[1].get<int>()), s[2].get<int>(),
                                          s[3].get<std::string>(), s[4].get<double>(), s[5].get<double>(),
-                                         s[6].get<std::uint64_t>(), s[7].get<std::string>()});
+                                         s[6].get<std::uint64_t>(), s[7].get<std::string>(), s[8].get<int>()});
   for (const nlohmann::json& s : wire.at("memory"))
     result.memory.push_back(MemorySample{s[0].get<int>(), s[1].get<double>(), s[2].get<std::uint64_t>()});
   if (wire.contains("error")) {

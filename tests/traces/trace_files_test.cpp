@@ -20,9 +20,9 @@ Trace two_op_trace()
   Trace trace;
   trace.name = "hand";
   trace.source = {"hand", "GPU-A", "fp32", 8, "2026-11-23"};
-  trace.tensors = {{0, "w", 1000, TensorKind::weight, std::nullopt},
-                   {1, "a", 4000, TensorKind::activation, std::nullopt},
-                   {2, "g", 500, TensorKind::gradient, std::nullopt}};
+  trace.tensors = {{0, "w", 1000, TensorKind::weight, std::nullopt, {}, {}},
+                   {1, "a", 4000, TensorKind::activation, std::nullopt, {}, {}},
+                   {2, "g", 500, TensorKind::gradient, std::nullopt, {}, {}}};
   Op forward;
   forward.id = 0;
   forward.name = "matmul";
