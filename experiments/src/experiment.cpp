@@ -599,7 +599,9 @@ Json cell_result_to_json(const Cell& cell, const CellResult& result)
                 {"h2d_bytes", m.h2d_bytes},
                 {"d2h_bytes", m.d2h_bytes},
                 {"p2p_bytes", m.p2p_bytes},
-                {"steps_executed", m.steps_executed}}}};
+                {"steps_executed", m.steps_executed},
+                {"iteration_times_s", m.iteration_times_s},
+                {"steady_iteration_time_s", m.steady_iteration_time_s}}}};
 }
 
 CellResult cell_result_from_json(const Json& document, const std::string& source_name)
@@ -625,6 +627,13 @@ CellResult cell_result_from_json(const Json& document, const std::string& source
   m.d2h_bytes = metrics.at("d2h_bytes").as_uint();
   m.p2p_bytes = metrics.at("p2p_bytes").as_uint();
   m.steps_executed = metrics.at("steps_executed").as_uint();
+  if (metrics.has("iteration_times_s")) { // v2; older cell results lack them
+    json_io::Node times = metrics.at("iteration_times_s");
+    for (std::size_t i = 0; i < times.size(); ++i)
+      m.iteration_times_s.push_back(times.item(i).as_number());
+  }
+  if (metrics.has("steady_iteration_time_s"))
+    m.steady_iteration_time_s = metrics.at("steady_iteration_time_s").as_number();
   return result;
 }
 
@@ -635,14 +644,22 @@ std::string format_number(double value)
   return fmt::format("{}", value);
 }
 
-std::string csv_header()
+bool has_several_iterations(const std::vector<CellResult>& results)
 {
-  return "workload,machine,planner,budget_bytes,bandwidth_bytes_per_s,feasible,iteration_time_s,ideal_time_s,"
-         "stall_time_s,recompute_time_s,peak_device_bytes,h2d_bytes,d2h_bytes,"
-         "compute_busy_s,p2p_bytes,peak_host_bytes,budget_fraction,planner_name,params,infeasible_stage,reason";
+  return std::any_of(results.begin(), results.end(),
+                     [](const CellResult& result) { return result.metrics.iteration_times_s.size() > 1; });
 }
 
-std::string csv_row(const Cell& cell, const CellResult& result)
+std::string csv_header(bool iterations)
+{
+  return std::string("workload,machine,planner,budget_bytes,bandwidth_bytes_per_s,feasible,iteration_time_s,"
+                     "ideal_time_s,stall_time_s,recompute_time_s,peak_device_bytes,h2d_bytes,d2h_bytes,"
+                     "compute_busy_s,p2p_bytes,peak_host_bytes,budget_fraction,planner_name,params,infeasible_stage,"
+                     "reason") +
+         (iterations ? ",iterations,steady_iteration_time_s,iteration_times_s" : "");
+}
+
+std::string csv_row(const Cell& cell, const CellResult& result, bool iterations)
 {
   const Metrics& m = result.metrics;
   // Infeasible rows leave the measurements empty: a plan that did not run has no iteration time.
@@ -670,6 +687,14 @@ std::string csv_row(const Cell& cell, const CellResult& result)
       csv_field(result.stage),
       csv_field(result.reason),
   };
+  if (iterations) {
+    std::string times;
+    for (double time : m.iteration_times_s)
+      times += (times.empty() ? "" : ";") + format_number(time);
+    fields.push_back(measured(fmt::format("{}", m.iteration_times_s.size())));
+    fields.push_back(measured(format_number(m.steady_iteration_time_s)));
+    fields.push_back(measured(csv_field(times)));
+  }
   std::string row;
   for (std::size_t i = 0; i < fields.size(); ++i)
     row += (i == 0 ? "" : ",") + fields[i];

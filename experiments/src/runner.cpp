@@ -328,9 +328,10 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
   std::vector<CellResult> complete;
   for (const auto& result : results)
     complete.push_back(*result);
-  std::string table_text = csv_header() + "\n";
+  const bool iterations = has_several_iterations(complete);
+  std::string table_text = csv_header(iterations) + "\n";
   for (const Cell& cell : cells)
-    table_text += csv_row(cell, complete[cell.index]) + "\n";
+    table_text += csv_row(cell, complete[cell.index], iterations) + "\n";
   write_text_atomically(csv, table_text);
   summary.results_csv = csv;
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #ifndef MEMSIM_DIFFERENTIAL_CASES
 #define MEMSIM_DIFFERENTIAL_CASES 100
@@ -21,16 +22,40 @@ using test::compare_runs;
 using test::random_case;
 using test::simulate_in_child;
 
+std::set<std::string> v2_features_used(const Plan& plan)
+{
+  std::set<std::string> used;
+  if (!plan.initial_placement.empty())
+    used.insert("initial_placement");
+  if (!plan.shared_across_instances.empty())
+    used.insert("shared");
+  for (const Step& step : plan.steps) {
+    if (step.kind == StepKind::split)
+      used.insert("split");
+    if (step.device == kHostDevice)
+      used.insert("host compute");
+    if (is_collective(step.kind))
+      used.insert("collective");
+    if (step.iteration > 0)
+      used.insert("iterations");
+  }
+  return used;
+}
+
 TEST(Differential, RandomPlansAgreeOnBothEngines)
 {
   const std::uint64_t cases = MEMSIM_DIFFERENTIAL_CASES;
   std::map<std::string, int> outcomes;
+  std::map<std::string, int> v2_feasible; // runs of plans using each v2 addition that ran to the end
+  std::map<std::string, int> v2_failed;
   int mismatched = 0;
   for (std::uint64_t seed = 1; seed <= cases; ++seed) {
     test::PlanShape shape;
     shape.single_device = seed % 4 == 0;
     shape.single_stream = seed % 8 == 0;
+    shape.v2 = seed % 2 == 1; // half the cases use the v2 plan additions
     const test::RandomCase c = random_case(seed, shape);
+    const std::set<std::string> features = v2_features_used(c.plan);
     for (AllocatorKind allocator : {AllocatorKind::bytes, AllocatorKind::pool}) {
       SimOptions options;
       options.allocator = allocator;
@@ -39,6 +64,8 @@ TEST(Differential, RandomPlansAgreeOnBothEngines)
       options.engine = EngineKind::simgrid;
       const RunResult reference = simulate_in_child(c.trace, c.machine, c.plan, options);
       ++outcomes[reference.error ? std::string(to_string(reference.error->kind)) : "feasible"];
+      for (const std::string& feature : features)
+        ++(reference.error ? v2_failed : v2_feasible)[feature];
       const std::vector<std::string> differences = compare_runs(reference, fast);
       if (differences.empty())
         continue;
@@ -56,6 +83,12 @@ TEST(Differential, RandomPlansAgreeOnBothEngines)
   for (const auto& [outcome, count] : outcomes)
     summary += fmt::format(" {} {}", outcome, count);
   std::printf("%llu random plans x 2 allocators:%s\n", static_cast<unsigned long long>(cases), summary.c_str());
+  std::string v2_summary;
+  for (const auto& [feature, count] : v2_feasible)
+    v2_summary += fmt::format(" {} {}/{}", feature, count, count + v2_failed[feature]);
+  std::printf("v2 additions (feasible runs / runs):%s\n", v2_summary.c_str());
+  for (const char* feature : {"split", "host compute", "collective", "initial_placement", "iterations"})
+    EXPECT_GT(v2_feasible[feature], 0) << feature;
   // The generator must exercise feasible plans and the failures (not all kinds appear in a small subset).
   EXPECT_GT(outcomes["feasible"], 0);
   EXPECT_GT(outcomes["out_of_memory"], 0);

@@ -194,6 +194,8 @@ public:
       device_of_layer_.push_back(device_of_layer);
     }
     second_stream_ = !shape_.single_stream && chance(rng_, 0.4);
+    if (shape_.v2)
+      choose_v2_layout(instances);
     // Account the initially resident tensors: every device running the instance gets them (approximately).
     for (const Op& op : trace_.ops)
       for (int i = 0; i < instances; ++i)
@@ -204,7 +206,11 @@ public:
     for (const Op& op : trace_.ops)
       for (int i = 0; i < instances; ++i)
         compute(op, i);
+    if (shape_.v2)
+      add_collectives();
     inject_faults(notes);
+    if (shape_.v2)
+      assign_iterations(notes);
     return std::move(plan_);
   }
 
@@ -280,7 +286,9 @@ private:
     }
     auto host = host_copy_.find({instance, id});
     if (host != host_copy_.end()) { // on the host: prefetch it (to any GPU)
-      std::vector<StepId> prefetch_deps = {host->second.first};
+      std::vector<StepId> prefetch_deps;
+      if (host->second.first >= 0) // else on the host from the start (initial_placement)
+        prefetch_deps.push_back(host->second.first);
       const StepId prefetch = builder_.prefetch(id, prefetch_deps, d, instance, stream("h2d"));
       resident_[Key{d, instance, id}] = prefetch;
       allocate(d, bytes(id));
@@ -330,6 +338,9 @@ private:
       resident_[Key{d, instance, output}] = step;
       allocate(d, bytes(output));
     }
+    if (shape_.v2)
+      for (TensorId output : op.outputs)
+        maybe_split_and_merge(d, instance, output, on);
     allocate(d, op.workspace_bytes);
     release(d, op.workspace_bytes);
     // Inputs read for the last time: free them (most of the time).
@@ -347,10 +358,126 @@ private:
         const std::string free_on = stream(chance(rng_, 0.5) ? "d2h" : "compute");
         free_tensor(d, instance, output, offload, free_on);
         host_copy_[{instance, output}] = {builder_.last(), d};
+        if (shape_.v2 && chance(rng_, 0.3))
+          host_compute(instance, output, offload);
       } else if (fate < 0.45) {
         free_tensor(d, instance, output, step, on);
       }
     }
+  }
+
+  // v2: weights or optimizer state start on the host (prefetched before use), weights and gradients shared by the
+  // instances.
+  void choose_v2_layout(int instances)
+  {
+    if (chance(rng_, 0.3)) {
+      const TensorKind kind = chance(rng_, 0.5) ? TensorKind::weight : TensorKind::optimizer_state;
+      plan_.initial_placement.push_back(PlacementRule{kind, std::nullopt, Placement::host, std::nullopt});
+      for (const Tensor& tensor : trace_.tensors)
+        if (tensor.kind == kind && initial_[static_cast<std::size_t>(tensor.id)]) {
+          initial_[static_cast<std::size_t>(tensor.id)] = false;
+          for (int i = 0; i < instances; ++i)
+            host_copy_[{i, tensor.id}] = {-1, 0};
+        }
+    }
+    if (instances > 1 && chance(rng_, 0.4)) {
+      plan_.shared_across_instances.push_back(TensorKind::weight);
+      if (chance(rng_, 0.5))
+        plan_.shared_across_instances.push_back(TensorKind::weight_grad);
+    }
+  }
+
+  TensorId add_extra_tensor(std::string name, std::uint64_t size)
+  {
+    const auto id = static_cast<TensorId>(trace_.tensors.size() + plan_.extra_tensors.size());
+    plan_.extra_tensors.push_back(Tensor{id, std::move(name), size, TensorKind::activation, {}, {}, {}});
+    return id;
+  }
+
+  // A zero-time split of a fresh output into two parts, merged back at once (pool: the parts share its block).
+  void maybe_split_and_merge(int d, int instance, TensorId output, const std::string& on)
+  {
+    if (!chance(rng_, 0.15) || bytes(output) % 2 != 0)
+      return;
+    const std::string name = trace_.tensor(output).name;
+    const std::vector<TensorId> parts{add_extra_tensor(name + "#0", bytes(output) / 2),
+                                      add_extra_tensor(name + "#1", bytes(output) / 2)};
+    Step split;
+    split.kind = StepKind::split;
+    split.device = d;
+    split.instance = instance;
+    split.stream = on;
+    split.tensor = output;
+    split.parts = parts;
+    split.deps = {resident_[Key{d, instance, output}]};
+    const StepId split_id = builder_.add(split);
+    Step merge = split;
+    merge.kind = StepKind::merge;
+    merge.deps = {split_id};
+    resident_[Key{d, instance, output}] = builder_.add(merge);
+  }
+
+  // A host step that reads an offloaded activation after its offload and writes a small host tensor.
+  void host_compute(int instance, TensorId input, StepId offload)
+  {
+    Op op;
+    op.id = static_cast<OpId>(trace_.ops.size() + plan_.extra_ops.size());
+    op.name = fmt::format("host{}", op.id);
+    op.type = "cpu";
+    op.phase = Phase::forward;
+    op.inputs = {input};
+    op.outputs = {add_extra_tensor(fmt::format("h{}", op.id), kMB / 4)};
+    op.time_s = 0.001;
+    if (chance(rng_, 0.5))
+      op.cpu_time_s = pick(rng_, {0.0005, 0.001, 0.002});
+    else
+      op.bytes_accessed = pick(rng_, {1e6, 2e6});
+    plan_.extra_ops.push_back(op);
+    builder_.compute(op.id, {offload}, kHostDevice, instance, chance(rng_, 0.5) ? "cpu0" : "cpu1");
+  }
+
+  // Ring collectives over a weight on a group of devices, after random earlier steps.
+  void add_collectives()
+  {
+    if (devices_ < 2 || plan_.steps.empty())
+      return;
+    const int count = uniform(rng_, 0, 2);
+    for (int c = 0; c < count; ++c) {
+      std::vector<TensorId> weights;
+      for (const Tensor& tensor : trace_.tensors)
+        if (tensor.kind == TensorKind::weight && initial_[static_cast<std::size_t>(tensor.id)])
+          weights.push_back(tensor.id);
+      if (weights.empty())
+        return;
+      Step step;
+      step.kind = pick(rng_, {StepKind::allreduce, StepKind::allgather, StepKind::reducescatter});
+      step.tensor = weights[static_cast<std::size_t>(uniform(rng_, 0, static_cast<int>(weights.size()) - 1))];
+      for (int d = 0; d < devices_; ++d)
+        if (d == 0 || chance(rng_, 0.7))
+          step.group.push_back(d);
+      if (step.group.size() < 2)
+        step.group.push_back(1);
+      if (chance(rng_, 0.5))
+        std::reverse(step.group.begin(), step.group.end());
+      step.device = step.group.front();
+      step.stream = stream("coll");
+      step.deps = {random_step()};
+      for (int d : step.group)
+        touch_initial(d, 0, *step.tensor);
+      builder_.add(step);
+    }
+  }
+
+  // Steps carry iterations: the plan's list cut into 2 or 3 consecutive ranges.
+  void assign_iterations(std::string& notes)
+  {
+    if (!chance(rng_, 0.5))
+      return;
+    const int iterations = uniform(rng_, 2, 3);
+    const auto count = static_cast<int>(plan_.steps.size());
+    for (Step& step : plan_.steps)
+      step.iteration = static_cast<int>(step.id) * iterations / count;
+    notes += fmt::format("{} iterations; ", iterations);
   }
 
   StepId random_step() { return uniform(rng_, 0, static_cast<int>(plan_.steps.size()) - 1); }
@@ -400,7 +527,9 @@ private:
       break;
     }
     case 5: // a step removed (whatever it made resident is missing later); its dependents depend on its deps
-      if (victim.id + 1 < static_cast<StepId>(plan_.steps.size())) {
+      // (not a split or an offload under v2: the loader refuses a merge or host read that nothing can feed)
+      if (victim.id + 1 < static_cast<StepId>(plan_.steps.size()) &&
+          !(shape_.v2 && (victim.kind == StepKind::split || victim.kind == StepKind::offload))) {
         const StepId removed = victim.id;
         const std::vector<StepId> inherited = victim.deps;
         plan_.steps.erase(plan_.steps.begin() + removed);

@@ -4,7 +4,7 @@
 // over them that use every step kind on several streams. Sizes and times come from small grids so that
 // completions often coincide exactly (the cases where engines must break ties the same way). Some plans are
 // feasible, some fail (out of memory, fragmentation, host memory, non-resident reads, double allocation, missing
-// host copies, deadlock).
+// host copies, deadlock). With PlanShape::v2 they also use the v2 plan additions.
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/plan.hpp"
 #include "memsim/traces/trace.hpp"
@@ -30,6 +30,9 @@ Machine random_machine(std::mt19937_64& rng);
 struct PlanShape {
   bool single_device = false;
   bool single_stream = false;
+  // v2 additions: split/merge views, host compute, ring collectives, initial_placement, shared weights and
+  // gradients, several iterations (memsim-cuda refuses them; the engines' differential test uses them).
+  bool v2 = false;
 };
 Plan random_plan(const Trace& trace, const Machine& machine, std::mt19937_64& rng, const PlanShape& shape,
                  std::string& notes);

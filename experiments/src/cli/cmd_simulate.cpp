@@ -44,6 +44,13 @@ void print_summary(const Metrics& metrics, const std::optional<ExecutionError>& 
              units::format_bytes(static_cast<double>(metrics.d2h_bytes)),
              units::format_bytes(static_cast<double>(metrics.p2p_bytes)));
   fmt::print("steps executed   {}\n", metrics.steps_executed);
+  if (metrics.iteration_times_s.size() > 1) { // v2 multi-iteration plans
+    std::string times;
+    for (double time : metrics.iteration_times_s)
+      times += (times.empty() ? "" : ", ") + units::format_duration(time);
+    fmt::print("iterations       {} ({}); steady {}\n", metrics.iteration_times_s.size(), times,
+               units::format_duration(metrics.steady_iteration_time_s));
+  }
 }
 
 // --policy overrides the plan's policy; --policy-param k=v sets parameters of whichever policy runs.

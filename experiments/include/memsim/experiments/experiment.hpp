@@ -108,8 +108,11 @@ nlohmann::json cell_result_to_json(const Cell& cell, const CellResult& result);
 CellResult cell_result_from_json(const nlohmann::json& document, const std::string& source_name);
 
 // results.csv: the appendix columns first, then extras; numbers formatted deterministically.
-std::string csv_header();
-std::string csv_row(const Cell& cell, const CellResult& result);
+// The iteration columns (iterations, steady_iteration_time_s, iteration_times_s as a ';'-separated list) are
+// written only when some cell ran more than one iteration, so single-iteration experiments keep their columns.
+bool has_several_iterations(const std::vector<CellResult>& results);
+std::string csv_header(bool iterations = false);
+std::string csv_row(const Cell& cell, const CellResult& result, bool iterations = false);
 // Shortest round-trip decimal form; integral values without exponent or fraction ("12000000000").
 std::string format_number(double value);
 
