@@ -330,6 +330,34 @@ TEST(ExecutionProgram, RejectsSendRecvAndSeveralDevices)
   }
 }
 
+TEST(ExecutionProgram, RejectsV2PlanAdditionsByName)
+{
+  Plan split;
+  Step step;
+  step.kind = StepKind::split;
+  step.tensor = 0;
+  step.parts = {1, 2};
+  PlanBuilder(split).add(step);
+  try {
+    check_runtime_supports(split, "p.json");
+    FAIL() << "a split accepted";
+  } catch (const InputError& error) {
+    EXPECT_THAT(error.message(), HasSubstr("does not run the v2 plan additions yet; this plan uses split steps"));
+  }
+  Plan host;
+  PlanBuilder(host).compute(0, {}, kHostDevice);
+  try {
+    check_runtime_supports(host, "p.json");
+    FAIL() << "a host step accepted";
+  } catch (const InputError& error) {
+    EXPECT_THAT(error.message(), HasSubstr("host steps (device -1)"));
+  }
+  Plan placed;
+  PlanBuilder(placed).compute(0);
+  placed.initial_placement.push_back(PlacementRule{TensorKind::weight, std::nullopt, Placement::host, std::nullopt});
+  EXPECT_THROW(check_runtime_supports(placed, "p.json"), InputError);
+}
+
 TEST(ExecutionProgram, PipelineFixtureFitsItsBudgetAndReusesBlocks)
 {
   Trace trace = load_trace(kData / "pipeline.trace.json");
