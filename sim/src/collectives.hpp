@@ -1,6 +1,6 @@
 #pragma once
 // Ring collectives (v2): allreduce, allgather and reducescatter of a tensor of S bytes over a group of N devices
-// run as a synchronous ring. The tensor is cut into N chunks (S / N bytes, the first S mod N chunks one byte more);
+// run as a synchronous ring. The tensor is cut into N equal chunks of ceil(S / N) bytes (padded to a multiple of N);
 // in every phase each device of the ring sends one chunk to the next device (group order, the last to the first),
 // all N transfers at once along the machine's routes, sharing links like any transfer; a phase starts when every
 // transfer of the previous one has arrived. reducescatter and allgather take N - 1 phases, allreduce 2 (N - 1)
