@@ -157,6 +157,21 @@ TEST(CsvTest, InfeasibleRowLeavesMeasurementsEmptyAndQuotesTheReason)
                                    "\"out of memory at step 12 (\"\"a3\"\"), 30MB in use\"");
 }
 
+TEST(CsvTest, IterationColumnsOnlyWhenSomeCellRanSeveralIterations)
+{
+  CellResult one;
+  one.metrics.iteration_times_s = {0.3};
+  CellResult three;
+  three.metrics.iteration_time_s = 0.6;
+  three.metrics.iteration_times_s = {0.1, 0.2, 0.3};
+  three.metrics.steady_iteration_time_s = 0.25;
+  EXPECT_FALSE(has_several_iterations({one}));
+  EXPECT_TRUE(has_several_iterations({one, three}));
+  EXPECT_EQ(csv_header(true).substr(csv_header().size()), ",iterations,steady_iteration_time_s,iteration_times_s");
+  const std::string row = csv_row(sample_cell(), three, true);
+  EXPECT_EQ(row.substr(csv_row(sample_cell(), three).size()), ",3,0.25,0.1;0.2;0.3");
+}
+
 TEST(CsvTest, NumbersAreShortestRoundTripWithoutExponentForIntegers)
 {
   EXPECT_EQ(format_number(12e9), "12000000000");
