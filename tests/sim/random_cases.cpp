@@ -500,8 +500,8 @@ private:
       if (!copy.op)
         break;
       copy.deps = {victim.id};
-      builder_.add(copy);
-      notes += fmt::format("computed step {}'s op again; ", victim.id);
+      builder_.add(copy); // may reallocate the steps: `victim` dangles from here on
+      notes += fmt::format("computed step {}'s op again; ", copy.deps.front());
       break;
     }
     case 2: { // a prefetch of a tensor that was never offloaded
@@ -514,8 +514,8 @@ private:
       if (victim.kind == StepKind::free) {
         Step copy = victim;
         copy.deps = {victim.id};
-        builder_.add(copy);
-        notes += fmt::format("freed step {}'s tensor twice; ", victim.id);
+        builder_.add(copy); // may reallocate the steps: `victim` dangles from here on
+        notes += fmt::format("freed step {}'s tensor twice; ", copy.deps.front());
       }
       break;
     case 4: { // a dep on a later step (a cycle through stream order deadlocks)
