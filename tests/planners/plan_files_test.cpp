@@ -122,6 +122,58 @@ std::string trace_text(const std::function<void(nlohmann::json&)>& edit)
   return document.dump(1);
 }
 
+// The v2 additions (DESIGN.md appendix B) read, validate and write back unchanged; derived ops without a time get
+// their source op's time divided by parts (split) or multiplied by models (fused).
+TEST(PlanFiles, V2AdditionsRoundTrip)
+{
+  const Trace trace = trace_from_text(
+      R"({"format": "memsim-trace", "version": 1, "name": "t", "source": {"dtype": "fp32"},
+          "tensors": [{"id": 0, "name": "x", "bytes": 8000, "kind": "input", "shape": [20, 100], "batch_axis": 0},
+                      {"id": 1, "name": "w", "bytes": 400, "kind": "weight"},
+                      {"id": 2, "name": "a", "bytes": 8000, "kind": "activation"}],
+          "ops": [{"id": 0, "name": "f", "phase": "forward", "inputs": [0, 1], "outputs": [2], "time_s": 0.004,
+                   "cpu_time_s": 0.01, "iteration": 1}]})",
+      "t.json");
+  EXPECT_EQ(trace.tensor(0).shape, (std::vector<std::int64_t>{20, 100}));
+  EXPECT_EQ(trace.tensor(0).batch_axis, 0);
+  EXPECT_EQ(trace.op(0).cpu_time_s, 0.01);
+  EXPECT_EQ(trace.op(0).iteration, 1);
+  const std::string text = R"({"format": "memsim-plan", "version": 1, "trace": "t", "machine": "m",
+      "initial_placement": [{"kind": "weight", "where": "host"}, {"tensor": 2, "where": "none", "instance": 1},
+                            {"kind": "input", "where": "host"}],
+      "shared_across_instances": ["weight", "weight_grad"],
+      "extra_tensors": [{"id": 3, "name": "a#0", "bytes": 4000, "kind": "activation"},
+                        {"id": 4, "name": "a#1", "bytes": 4000, "kind": "activation"},
+                        {"id": 5, "name": "b", "bytes": 16000, "kind": "activation"}],
+      "extra_ops": [{"id": 1, "name": "f#0", "phase": "forward", "inputs": [0, 1], "outputs": [3],
+                     "split_of": {"op": 0, "index": 0, "parts": 2, "dim": "batch"}},
+                    {"id": 2, "name": "f2", "phase": "forward", "inputs": [0, 1], "outputs": [5],
+                     "fused_from": {"op": 0, "models": 2}}],
+      "steps": [{"id": 0, "kind": "compute", "op": 0, "deps": []},
+                {"id": 1, "kind": "split", "tensor": 2, "parts": [3, 4], "deps": [0]},
+                {"id": 2, "kind": "merge", "tensor": 2, "parts": [3, 4], "deps": [1]},
+                {"id": 3, "kind": "compute", "op": 0, "device": -1, "stream": "cpu0", "deps": [], "iteration": 2},
+                {"id": 4, "kind": "allgather", "tensor": 1, "group": [1, 0], "device": 1, "deps": []}]})";
+  const Plan plan = plan_from_text(text, "p.json");
+  validate_plan(plan, trace, 2, "p.json");
+  EXPECT_EQ(plan.steps[1].parts, (std::vector<TensorId>{3, 4}));
+  EXPECT_EQ(plan.steps[3].device, kHostDevice);
+  EXPECT_EQ(plan.steps[3].iteration, 2);
+  EXPECT_EQ(plan.steps[4].group, (std::vector<int>{1, 0}));
+  EXPECT_EQ(plan.steps[4].stream, "coll");
+  ASSERT_EQ(plan.initial_placement.size(), 3u);
+  EXPECT_EQ(plan.initial_placement[1].where, Placement::none);
+  EXPECT_EQ(plan.initial_placement[1].instance, 1);
+  EXPECT_TRUE(shared_across_instances(plan, TensorKind::weight_grad));
+  EXPECT_FALSE(shared_across_instances(plan, TensorKind::optimizer_state));
+  EXPECT_EQ(v2_feature(plan), "initial_placement");
+  EXPECT_EQ(plan_to_json(plan_from_json(plan_to_json(plan), "again")), plan_to_json(plan));
+  const Trace extended = trace_with_extras(trace, plan);
+  EXPECT_DOUBLE_EQ(extended.op(1).time_s, 0.002); // split in 2
+  EXPECT_DOUBLE_EQ(extended.op(2).time_s, 0.008); // 2 models fused
+  EXPECT_FALSE(plan_to_json(plan)["extra_ops"][0].contains("time_s")); // still derived when written back
+}
+
 TEST(TraceFiles, LocatedMessages)
 {
   auto error_of = [](const std::string& text) { return load_error([&] { (void)trace_from_text(text, "t.json"); }); };
