@@ -17,6 +17,16 @@ namespace memsim::runtime {
 
 namespace {
 
+// v2 host compute: spins the CUDA runtime's host-callback thread for the step's time (*seconds), so the step
+// occupies its stream from when its event waits are met until the host time has passed, like the simulator's host
+// node. Calibrated by construction: it reads the steady clock.
+void CUDART_CB host_busy_loop(void* seconds)
+{
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(*static_cast<double*>(seconds));
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 double median_of(std::vector<double> values)
 {
   std::sort(values.begin(), values.end());
@@ -168,6 +178,8 @@ ExecutionOutcome execute_program(const Program& program, const DeviceInfo& devic
   Events iteration_start(1);
   DeviceBuffer arena(program.pool.arena_bytes, "the memory pool");
 
+  // Every host copy is a pinned buffer allocated before the first step; tensors placed on the host at t = 0 (v2
+  // initial_placement) are among them, so their prefetches copy from them.
   PinnedBuffers host;
   for (const HostBuffer& buffer : program.host_buffers) {
     void* data = nullptr;
@@ -247,6 +259,10 @@ ExecutionOutcome execute_program(const Program& program, const DeviceInfo& devic
     }
   }
 
+  std::vector<double> host_seconds(step_count, 0.0); // host_busy arguments, alive until every iteration synchronized
+  for (std::size_t i = 0; i < step_count; ++i)
+    host_seconds[i] = program.steps[i].kernel_time_s;
+
   double gate_s = 0.005;
   std::vector<double> enqueue_times;
   const std::size_t total = options.warmup + options.iterations;
@@ -281,6 +297,9 @@ ExecutionOutcome execute_program(const Program& program, const DeviceInfo& devic
         if (step.copy_bytes > 0)
           MEMSIM_CUDA(cudaMemcpyAsync(host.buffers[step.host_buffer], arena.bytes() + step.device_offset,
                                       step.copy_bytes, cudaMemcpyDeviceToHost, stream));
+        break;
+      case WorkKind::host_busy:
+        MEMSIM_CUDA(cudaLaunchHostFunc(stream, host_busy_loop, &host_seconds[i]));
         break;
       }
       if (has_end[i])

@@ -1,6 +1,7 @@
 #include "memsim/runtime/execution_program.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/hwmodels/cost_model.hpp"
 #include "memsim/sim/execution.hpp"
 
 #include <fmt/format.h>
@@ -22,6 +23,14 @@ std::string ProgramFailure::message(double time_s) const
   return failure_message(kind, timed);
 }
 
+int program_device(const Plan& plan)
+{
+  for (const Step& step : plan.steps)
+    if (step.device != kHostDevice)
+      return step.device;
+  return 0;
+}
+
 void check_runtime_supports(const Plan& plan, const std::string& source_name)
 {
   if (plan.policy && plan.policy->name != "none")
@@ -29,11 +38,7 @@ void check_runtime_supports(const Plan& plan, const std::string& source_name)
                      fmt::format("memsim-cuda runs static plans; this one names the online policy '{}': run it with "
                                  "`memsim simulate --realized-plan out.json` and give memsim-cuda the realized plan",
                                  plan.policy->name));
-  if (auto feature = v2_feature(plan))
-    throw InputError(fmt::format("{}: at /", source_name),
-                     fmt::format("memsim-cuda does not run the v2 plan additions yet; this plan uses {} (simulate it "
-                                 "with `memsim simulate`)",
-                                 *feature));
+  const int gpu = program_device(plan);
   for (const Step& step : plan.steps) {
     if (step.kind == StepKind::send || step.kind == StepKind::recv)
       throw InputError(fmt::format("{}: at /steps/{}/kind", source_name, step.id),
@@ -42,10 +47,16 @@ void check_runtime_supports(const Plan& plan, const std::string& source_name)
       if (dep < 0 || dep >= step.id)
         throw InputError(fmt::format("{}: at /steps/{}/deps", source_name, step.id),
                          fmt::format("step {} depends on step {}: deps must name earlier steps", step.id, dep));
-    if (step.device != plan.steps.front().device)
+    if (is_collective(step.kind) && (step.group.size() > 1 || (step.group.size() == 1 && step.group[0] != gpu)))
+      throw InputError(fmt::format("{}: at /steps/{}/group", source_name, step.id),
+                       fmt::format("step {}: {} over group [{}] needs {} GPUs; memsim-cuda runs a plan on one GPU "
+                                   "(ring collectives over several GPUs are not supported)",
+                                   step.id, to_string(step.kind), fmt::join(step.group, ", "), step.group.size()));
+    if (step.device != gpu && step.device != kHostDevice) // host steps (v2) run beside the one GPU
       throw InputError(fmt::format("{}: at /steps/{}/device", source_name, step.id),
-                       fmt::format("memsim-cuda runs single-GPU plans; step {} uses device {} but step 0 uses device {}",
-                                   step.id, step.device, plan.steps.front().device));
+                       fmt::format("memsim-cuda runs single-GPU plans; step {} uses device {} but the plan's GPU is "
+                                   "device {}",
+                                   step.id, step.device, gpu));
   }
 }
 
@@ -62,9 +73,9 @@ void merge_into(Clock& into, const Clock& from)
 // Builds the program step by step in list order; stops at the first failure.
 class ProgramBuilder {
 public:
-  ProgramBuilder(const Plan& plan, const Trace& trace, const PoolConfig& pool)
-      : plan_(plan), trace_(trace), device_(plan.steps.empty() ? 0 : plan.steps.front().device),
-        ledger_(trace, ledger_config(plan, pool, device_))
+  ProgramBuilder(const Plan& plan, const Trace& trace, const PoolConfig& pool, const Machine& machine)
+      : plan_(plan), trace_(trace), device_(program_device(plan)),
+        ledger_(trace, ledger_config(plan, trace, pool, device_)), cost_(trace, machine)
   {
     program_.pool = pool;
     program_.plan_step_count = plan.steps.size();
@@ -92,7 +103,7 @@ private:
 
   // The core's ledger over devices 0..device (only `device` is used): the pool allocator in memsim-cuda's
   // arena with stream-ordered reuse, the budget as the byte cap.
-  static LedgerConfig ledger_config(const Plan& plan, const PoolConfig& pool, int device)
+  static LedgerConfig ledger_config(const Plan& plan, const Trace& trace, const PoolConfig& pool, int device)
   {
     LedgerConfig config;
     const auto devices = static_cast<std::size_t>(device) + 1;
@@ -102,6 +113,7 @@ private:
     config.alignment = pool.alignment;
     config.instance_count = plan_instance_count(plan);
     config.stream_ordered_reuse = true;
+    config.shared_tensor = shared_tensors(trace, plan); // v2: one slot per device for shared kinds
     return config;
   }
   std::uint64_t live_bytes() const { return ledger_.in_use(device_); }
@@ -327,7 +339,7 @@ private:
       }
     }
     if (fits)
-      return true;
+      return place_initial_host_residents();
     ProgramFailure failure;
     failure.bytes_in_use = needed;
     failure.what = initial_residents_message(device_, space_name(device_), needed, program_.pool.budget_bytes);
@@ -335,12 +347,139 @@ private:
     return false;
   }
 
+  // v2 initial_placement `host`: a pinned host buffer holding the tensor from t = 0 (host memory is not capped
+  // here: memsim-cuda does not model it).
+  bool place_initial_host_residents()
+  {
+    for (const ResidentTensor& resident : initial_host_residents(trace_, plan_)) {
+      if (auto denial = ledger_.allocate(MemoryLedger::kHost, resident.instance, resident.tensor, -1)) {
+        ProgramFailure failure;
+        failure.kind = FailureKind::host_out_of_memory;
+        failure.bytes_in_use = denial->in_use;
+        failure.what = "host memory full: the tensors placed on the host from the start do not fit";
+        program_.failure = std::move(failure);
+        return false;
+      }
+      program_.initial_host_buffers.push_back(host_buffer_for(resident.instance, resident.tensor));
+    }
+    return true;
+  }
+
+  // Shared slots (v2 shared_across_instances) are one copy for every instance: keyed as instance 0, as the ledger does.
+  TensorKey key(int instance, TensorId tensor) const
+  {
+    return {shared_across_instances(plan_, trace_.tensor(tensor).kind) ? 0 : instance, tensor};
+  }
+
   std::size_t host_buffer_for(int instance, TensorId tensor)
   {
-    auto [it, added] = host_copy_.emplace(TensorKey{instance, tensor}, program_.host_buffers.size());
+    auto [it, added] = host_copy_.emplace(key(instance, tensor), program_.host_buffers.size());
     if (added)
       program_.host_buffers.push_back({tensor, instance, trace_.tensor(tensor).bytes});
     return it->second;
+  }
+
+  // A compute step that writes a weight gradient shared across instances and already resident adds into it
+  // (the core's rule: no allocation).
+  bool accumulates(const Step& step, TensorId output) const
+  {
+    const Tensor& tensor = trace_.tensor(output);
+    return tensor.kind == TensorKind::weight_grad && shared_across_instances(plan_, tensor.kind) &&
+           ledger_.resident(step.device, step.instance, output);
+  }
+
+  // A host step reading a tensor whose offload may still be copying waits for that copy's end event.
+  void wait_for(const std::map<TensorKey, StepId>& writers, int instance, TensorId tensor, Clock& clock,
+                std::vector<StepId>& waits)
+  {
+    auto writer = writers.find(key(instance, tensor));
+    if (writer == writers.end() || covered(clock, writer->second))
+      return;
+    waits.push_back(writer->second);
+    merge_into(clock, done_[static_cast<std::size_t>(writer->second)]);
+  }
+  void wait_for_offload(int instance, TensorId tensor, Clock& clock, std::vector<StepId>& waits)
+  {
+    wait_for(offloaded_by_, instance, tensor, clock, waits);
+  }
+  // A prefetch of what a host step computed copies only once that step has written it.
+  void wait_for_host_writer(int instance, TensorId tensor, Clock& clock, std::vector<StepId>& waits)
+  {
+    wait_for(host_computed_by_, instance, tensor, clock, waits);
+  }
+
+  // Host compute (v2): outputs and workspace in host memory (pinned buffers the step writes).
+  bool add_host_outputs(const Step& step, const Op& op)
+  {
+    constexpr int host = MemoryLedger::kHost;
+    for (TensorId output : op.outputs) {
+      if (accumulates(step, output))
+        continue;
+      if (auto denial = ledger_.allocate(host, step.instance, output, step.id)) {
+        fail(*denial, &step, output, "allocates", describe_tensor(trace_, output), host);
+        return false;
+      }
+      host_buffer_for(step.instance, output);
+      host_computed_by_[key(step.instance, output)] = step.id;
+    }
+    if (op.workspace_bytes > 0) {
+      std::uint64_t handle = 0;
+      if (auto denial = ledger_.allocate_bytes(host, op.workspace_bytes, step.id, handle)) {
+        fail(*denial, &step, std::nullopt, "allocates", fmt::format("{} bytes of workspace", op.workspace_bytes),
+             host);
+        return false;
+      }
+      ledger_.release_bytes(host, op.workspace_bytes, handle, step.id); // nothing else happens in between
+    }
+    return true;
+  }
+
+  // split / merge (v2): the core's ledger moves residency between the parent and its parts; on the GPU a part is
+  // a view at its offset in the parent's block (no copy, no bytes), so only the program's bookkeeping changes.
+  template <typename RequireResident>
+  bool add_view(const Step& step, const RequireResident& require_resident)
+  {
+    const TensorId parent = *step.tensor;
+    const bool splitting = step.kind == StepKind::split;
+    if (splitting) {
+      if (!require_resident(parent, "splits"))
+        return false;
+    } else {
+      for (TensorId part : step.parts)
+        if (!require_resident(part, "merges"))
+          return false;
+    }
+    auto denial = splitting ? ledger_.split(step.device, step.instance, parent, step.parts, step.id)
+                            : ledger_.merge(step.device, step.instance, parent, step.parts, step.id);
+    if (denial) {
+      TensorId clash = parent;
+      for (TensorId part : step.parts)
+        if (splitting && ledger_.resident(step.device, step.instance, part))
+          clash = part;
+      fail(*denial, &step, clash, splitting ? "splits into" : "merges into", describe_tensor(trace_, clash),
+           step.device);
+      return false;
+    }
+    if (step.device == kHostDevice)
+      return true; // host views need no device bookkeeping
+    const std::vector<TensorId> gone = splitting ? std::vector<TensorId>{parent} : step.parts;
+    const std::vector<TensorId> made = splitting ? step.parts : std::vector<TensorId>{parent};
+    for (TensorId tensor : gone) {
+      auto found = resident_.find(key(step.instance, tensor));
+      program_.allocations[found->second].released_by = step.id;
+      resident_.erase(found);
+    }
+    for (TensorId tensor : made) {
+      Allocation view;
+      view.tensor = tensor;
+      view.instance = step.instance;
+      view.bytes = trace_.tensor(tensor).bytes;
+      view.offset = ledger_.offset(device_, step.instance, tensor);
+      view.allocated_by = step.id;
+      program_.allocations.push_back(view);
+      resident_[key(step.instance, tensor)] = program_.allocations.size() - 1;
+    }
+    return true;
   }
 
   bool add_step(const Step& step)
@@ -354,6 +493,7 @@ private:
     out.op = step.op;
     out.tensor = step.tensor;
     out.instance = step.instance;
+    out.iteration = step.iteration;
 
     // Start clock: the stream predecessor, then the deps that it does not already imply.
     const StepId predecessor = latest_step_of_stream_[stream];
@@ -377,32 +517,54 @@ private:
     program_.dependency_waits += out.waits.size();
 
     std::vector<StepId> memory_waits;
-    auto resident = [&](TensorId tensor) { return resident_.find({step.instance, tensor}); };
+    const int space = step.device; // the GPU, or the host (v2 host compute)
+    const bool on_host = space == kHostDevice;
+    auto resident = [&](TensorId tensor) { return resident_.find(key(step.instance, tensor)); };
     // The core's checks, in the core's order (sim/src/execution.cpp).
-    auto require_resident = [&](TensorId tensor, const char* action) {
-      if (ledger_.resident(device_, step.instance, tensor))
+    auto require_resident_in = [&](int where, TensorId tensor, const char* action) {
+      if (ledger_.resident(where, step.instance, tensor))
         return true;
-      fail(Denial{FailureKind::not_resident, live_bytes(), 0, 0, 0}, &step, tensor, action,
-           describe_tensor(trace_, tensor), device_);
+      fail(Denial{FailureKind::not_resident, ledger_.in_use(where), 0, 0, 0}, &step, tensor, action,
+           describe_tensor(trace_, tensor), where);
       return false;
     };
+    auto require_resident = [&](TensorId tensor, const char* action) {
+      return require_resident_in(space, tensor, action);
+    };
+    std::vector<std::optional<std::size_t>> output_allocations; // per op output: none when it accumulates
     switch (step.kind) {
     case StepKind::compute:
     case StepKind::recompute: {
       const Op& op = trace_.op(*step.op);
-      out.work = WorkKind::kernel;
       out.label = op.name;
-      out.kernel_time_s = op.time_s;
       out.flops = op.flops;
-      for (TensorId input : op.inputs)
+      for (TensorId input : op.inputs) {
         if (!require_resident(input, "reads"))
           return false;
+        if (on_host)
+          wait_for_offload(step.instance, input, clock, memory_waits);
+      }
+      if (on_host) {
+        // Host compute reads and writes host memory; its time is the simulator's host time for the op.
+        out.work = WorkKind::host_busy;
+        out.kernel_time_s = cost_.host_op_time(op);
+        if (!add_host_outputs(step, op))
+          return false;
+        break;
+      }
+      out.work = WorkKind::kernel;
+      out.kernel_time_s = op.time_s;
       for (TensorId output : op.outputs) {
+        if (accumulates(step, output)) {
+          output_allocations.emplace_back(); // a resident shared gradient: the kernel adds into it
+          continue;
+        }
         auto allocation =
             allocate(&step, clock, memory_waits, output, step.instance, trace_.tensor(output).bytes);
         if (!allocation)
           return false;
         out.allocations.push_back(*allocation);
+        output_allocations.emplace_back(*allocation);
         out.record_bytes += trace_.tensor(output).bytes;
       }
       if (op.workspace_bytes > 0) {
@@ -417,12 +579,13 @@ private:
     case StepKind::prefetch: {
       const Tensor& tensor = trace_.tensor(*step.tensor);
       out.label = tensor.name;
-      auto host = host_copy_.find({step.instance, tensor.id});
+      auto host = host_copy_.find(key(step.instance, tensor.id));
       if (!ledger_.resident(MemoryLedger::kHost, step.instance, tensor.id) || host == host_copy_.end()) {
         fail(Denial{FailureKind::no_host_copy, live_bytes(), tensor.bytes, 0, 0}, &step, tensor.id, "prefetches",
              describe_tensor(trace_, tensor.id), device_);
         return false;
       }
+      wait_for_host_writer(step.instance, tensor.id, clock, memory_waits);
       auto allocation = allocate(&step, clock, memory_waits, tensor.id, step.instance, tensor.bytes);
       if (!allocation)
         return false;
@@ -446,6 +609,7 @@ private:
           return false;
         }
       }
+      offloaded_by_[key(step.instance, tensor.id)] = step.id;
       out.work = WorkKind::copy_d2h;
       out.device_offset = program_.allocations[found->second].offset;
       out.host_buffer = host_buffer_for(step.instance, tensor.id);
@@ -458,35 +622,48 @@ private:
       out.label = tensor.name;
       if (!require_resident(tensor.id, "frees"))
         return false;
-      out.releases.push_back(resident(tensor.id)->second);
+      if (on_host)
+        ledger_.release(MemoryLedger::kHost, step.instance, tensor.id, step.id); // the pinned buffer stays
+      else
+        out.releases.push_back(resident(tensor.id)->second);
       break;
     }
+    case StepKind::split:
+    case StepKind::merge:
+      out.label = trace_.tensor(*step.tensor).name;
+      if (!add_view(step, require_resident))
+        return false;
+      break;
+    case StepKind::allreduce:
+    case StepKind::allgather:
+    case StepKind::reducescatter: // a group of one (check_runtime_supports refuses larger ones): moves nothing
+      out.label = trace_.tensor(*step.tensor).name;
+      for (int device : step.group)
+        if (!require_resident_in(device, *step.tensor, "reduces or gathers"))
+          return false;
+      break;
     case StepKind::send:
     case StepKind::recv:
       throw InputError(fmt::format("step {}", step.id), "memsim-cuda runs single-GPU plans (no send/recv)");
-    case StepKind::split:
-    case StepKind::merge:
-    case StepKind::allreduce:
-    case StepKind::allgather:
-    case StepKind::reducescatter:
-      throw InputError(fmt::format("step {}", step.id),
-                       fmt::format("memsim-cuda does not run {} steps yet (a v2 plan addition)", to_string(step.kind)));
     }
 
     // Success: commit residency and releases (at the step's end), then the step's clocks.
     std::sort(memory_waits.begin(), memory_waits.end());
+    memory_waits.erase(std::unique(memory_waits.begin(), memory_waits.end()), memory_waits.end());
     out.memory_waits = memory_waits.size();
     program_.memory_waits += memory_waits.size();
     out.waits.insert(out.waits.end(), memory_waits.begin(), memory_waits.end());
     std::sort(out.waits.begin(), out.waits.end());
-    if (step_names_op(step.kind)) {
+    out.waits.erase(std::unique(out.waits.begin(), out.waits.end()), out.waits.end());
+    if (step_names_op(step.kind) && !on_host) {
       const Op& op = trace_.op(*step.op);
       for (std::size_t i = 0; i < op.outputs.size(); ++i)
-        resident_[{step.instance, op.outputs[i]}] = out.allocations[i];
+        if (output_allocations[i])
+          resident_[key(step.instance, op.outputs[i])] = *output_allocations[i];
     } else if (step.kind == StepKind::prefetch) {
-      resident_[{step.instance, *step.tensor}] = out.allocations.front();
-    } else if (step.kind == StepKind::free) {
-      resident_.erase({step.instance, *step.tensor});
+      resident_[key(step.instance, *step.tensor)] = out.allocations.front();
+    } else if (step.kind == StepKind::free && !on_host) {
+      resident_.erase(key(step.instance, *step.tensor));
     }
     for (std::size_t allocation : out.releases)
       release(allocation, step.id);
@@ -509,15 +686,23 @@ private:
   std::vector<Clock> done_;              // per built step: what is complete when it completes
   std::map<TensorKey, std::size_t> resident_;  // device copy -> allocation
   std::map<TensorKey, std::size_t> host_copy_; // host copy -> host buffer
+  std::map<TensorKey, StepId> offloaded_by_;     // host copy -> the offload that last wrote it
+  std::map<TensorKey, StepId> host_computed_by_; // host copy -> the host step that computed it
+  CostModel cost_;                               // host compute times: the simulator's host_op_time
   std::vector<PendingStream> pending_; // per stream: released, maybe not yet ordered before every future step
   std::size_t since_settle_ = 0;
 };
 
 } // namespace
 
+Program build_program(const Plan& plan, const Trace& trace, const PoolConfig& pool, const Machine& machine)
+{
+  return ProgramBuilder(plan, trace, pool, machine).build();
+}
+
 Program build_program(const Plan& plan, const Trace& trace, const PoolConfig& pool)
 {
-  return ProgramBuilder(plan, trace, pool).build();
+  return build_program(plan, trace, pool, Machine{});
 }
 
 std::string describe_program(const Program& program)

@@ -64,7 +64,8 @@ RunResult assemble_run_result(const Program& program, const IterationTiming& tim
     StepRecord record;
     record.step = step.step;
     record.kind = step.kind;
-    record.device = program.device;
+    record.device = program.streams[step.stream].device; // the GPU, or -1 for a host step (v2)
+    record.iteration = step.iteration;
     record.stream = program.streams[step.stream].name;
     record.start_s = timing[i].start_s;
     record.end_s = timing[i].end_s;

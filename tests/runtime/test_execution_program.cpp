@@ -330,32 +330,27 @@ TEST(ExecutionProgram, RejectsSendRecvAndSeveralDevices)
   }
 }
 
-TEST(ExecutionProgram, RejectsV2PlanAdditionsByName)
+TEST(ExecutionProgram, RefusesCollectivesOverSeveralGpusAndSendRecv)
 {
-  Plan split;
+  Plan ring;
   Step step;
-  step.kind = StepKind::split;
+  step.kind = StepKind::allgather;
   step.tensor = 0;
-  step.parts = {1, 2};
-  PlanBuilder(split).add(step);
+  step.group = {0, 1, 2};
+  PlanBuilder(ring).add(step);
   try {
-    check_runtime_supports(split, "p.json");
-    FAIL() << "a split accepted";
+    check_runtime_supports(ring, "p.json");
+    FAIL() << "a three-GPU allgather accepted";
   } catch (const InputError& error) {
-    EXPECT_THAT(error.message(), HasSubstr("does not run the v2 plan additions yet; this plan uses split steps"));
+    EXPECT_THAT(error.message(), HasSubstr("step 0: allgather over group [0, 1, 2] needs 3 GPUs; memsim-cuda runs a "
+                                           "plan on one GPU (ring collectives over several GPUs are not supported)"));
   }
+  // v2 host steps run beside the plan's GPU.
   Plan host;
   PlanBuilder(host).compute(0, {}, kHostDevice);
-  try {
-    check_runtime_supports(host, "p.json");
-    FAIL() << "a host step accepted";
-  } catch (const InputError& error) {
-    EXPECT_THAT(error.message(), HasSubstr("host steps (device -1)"));
-  }
-  Plan placed;
-  PlanBuilder(placed).compute(0);
-  placed.initial_placement.push_back(PlacementRule{TensorKind::weight, std::nullopt, Placement::host, std::nullopt});
-  EXPECT_THROW(check_runtime_supports(placed, "p.json"), InputError);
+  PlanBuilder(host).compute(0, {}, 0);
+  EXPECT_NO_THROW(check_runtime_supports(host, "p.json"));
+  EXPECT_EQ(program_device(host), 0);
 }
 
 TEST(ExecutionProgram, PipelineFixtureFitsItsBudgetAndReusesBlocks)

@@ -15,6 +15,7 @@
 // and the extra waits (memory_waits) are where list order cost time the simulator would not see. When list
 // order is the simulated order (e.g. a plan on one stream), feasibility, the failure and the peak are the
 // simulator's.
+#include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/plan.hpp"
 #include "memsim/sim/ledger.hpp"
 #include "memsim/traces/trace.hpp"
@@ -31,7 +32,9 @@ struct StreamKey {
   std::string name;
 };
 
-enum class WorkKind { none, kernel, copy_h2d, copy_d2h };
+// host_busy (v2 host compute, device -1): a busy loop on a host thread for kernel_time_s, ordered by the step's
+// stream and event waits.
+enum class WorkKind { none, kernel, copy_h2d, copy_d2h, host_busy };
 
 struct ProgramStep {
   StepId step = 0;          // the plan step (program steps are plan steps 0..n-1 in list order)
@@ -43,7 +46,8 @@ struct ProgramStep {
   std::optional<OpId> op;
   std::optional<TensorId> tensor;
   int instance = 0;
-  double kernel_time_s = 0;      // kernel: the trace's time for the op
+  int iteration = 0;             // the plan step's iteration (v2)
+  double kernel_time_s = 0;      // kernel: the trace's time for the op; host_busy: the simulator's host time
   std::optional<double> flops;   // kernel: the op's flops (gemm kernels)
   std::uint64_t device_offset = 0; // copies: where the tensor lives in the arena
   std::size_t host_buffer = 0;     // copies: index into Program::host_buffers
@@ -92,12 +96,13 @@ struct PoolConfig {
 };
 
 struct Program {
-  int device = 0; // the plan's device (all steps use one)
+  int device = 0; // the plan's GPU (all GPU steps use one; host steps have device -1)
   std::vector<StreamKey> streams;
   std::vector<ProgramStep> steps;
   std::vector<Allocation> allocations;
   std::vector<std::size_t> initial_allocations; // allocations[i] resident before step 0
   std::vector<HostBuffer> host_buffers;
+  std::vector<std::size_t> initial_host_buffers; // host_buffers[i] holding a tensor placed on the host at t = 0 (v2)
   std::optional<ProgramFailure> failure;
   PoolConfig pool;
   std::uint64_t peak_bytes = 0;     // list-order peak of exact bytes in use
@@ -106,11 +111,16 @@ struct Program {
   std::size_t plan_step_count = 0;
 };
 
-// Plans memsim-cuda can execute: every step on one device, no send/recv, deps on earlier steps only. Throws
-// InputError naming the step ("source: at /steps/N/kind") otherwise.
+// Plans memsim-cuda can execute: every GPU step on one device (host steps, device -1, beside it), no send/recv,
+// collectives only over a group of that one GPU, deps on earlier steps only. Throws InputError naming the step
+// ("source: at /steps/N/kind") otherwise.
 void check_runtime_supports(const Plan& plan, const std::string& source_name);
+// The plan's GPU: the device of its first step that is not a host step (0 if none).
+int program_device(const Plan& plan);
 
-// `trace` must already include the plan's extra ops/tensors (trace_with_extras).
+// `trace` must already include the plan's extra ops/tensors (trace_with_extras). `machine` gives host compute its
+// time (CostModel::host_op_time, as the simulator); without it, an op's cpu_time_s or else its time_s.
+Program build_program(const Plan& plan, const Trace& trace, const PoolConfig& pool, const Machine& machine);
 Program build_program(const Plan& plan, const Trace& trace, const PoolConfig& pool);
 
 // One line per stream and totals, for --dry-run and logs.
