@@ -5,7 +5,8 @@
 // the device's peak. Under `bytes` the builder gets an arena far larger than the budget (only the byte cap
 // counts); under `pool` an arena of exactly the budget, and plans on one stream, where every release is ordered
 // before the next allocation (the simulators' pool reuses immediately, memsim-cuda only after the release's
-// event).
+// event). The same holds for v2 plans on one GPU (views, host compute, initial_placement, shared weights and
+// gradients, iterations; no collectives): the builder uses the core's ledger and placement rules.
 #include "random_cases.hpp"
 
 #include "memsim/common/error.hpp"
@@ -15,6 +16,9 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+
+#include <map>
+#include <set>
 
 namespace memsim {
 namespace {
@@ -58,14 +62,42 @@ std::string compare(const RunResult& simulated, const runtime::Program& program,
   return text;
 }
 
-TEST(DifferentialRuntime, ProgramBuilderAgreesWithTheSimulatorWhereListOrderIsTimeOrder)
+struct Compared {
+  int plans = 0;
+  int failures = 0;
+  std::map<std::string, int> features; // compared plans per v2 addition they use
+};
+
+std::set<std::string> v2_additions(const Plan& plan)
 {
-  int compared = 0;
-  int failures_compared = 0;
-  for (std::uint64_t seed = 1; seed <= 1500; ++seed) {
+  std::set<std::string> used;
+  if (!plan.initial_placement.empty())
+    used.insert("initial_placement");
+  if (!plan.shared_across_instances.empty())
+    used.insert("shared_across_instances");
+  for (const Step& step : plan.steps) {
+    if (is_view(step.kind))
+      used.insert("split/merge");
+    if (step.device == kHostDevice)
+      used.insert("host compute");
+    if (step.iteration != 0)
+      used.insert("iterations");
+  }
+  return used;
+}
+
+// Builds and simulates the random single-GPU plans of `seeds` (v2: with the v2 additions a single GPU allows:
+// views, host compute, initial_placement, shared weights and gradients, iterations) and compares them.
+Compared compare_random_plans(std::uint64_t first_seed, std::uint64_t last_seed, bool v2)
+{
+  Compared counts;
+  int& compared = counts.plans;
+  int& failures_compared = counts.failures;
+  for (std::uint64_t seed = first_seed; seed <= last_seed; ++seed) {
     test::PlanShape shape;
     shape.single_device = true;
     shape.single_stream = seed % 2 == 0;
+    shape.v2 = v2;
     test::RandomCase c = test::random_case(seed, shape);
     c.machine.host.memory = 0; // memsim-cuda does not model host memory: neither does the simulator here
     try {
@@ -86,19 +118,42 @@ TEST(DifferentialRuntime, ProgramBuilderAgreesWithTheSimulatorWhereListOrderIsTi
       runtime::PoolConfig pool;
       pool.budget_bytes = c.plan.budget_bytes == 0 ? memory : std::min(c.plan.budget_bytes, memory);
       pool.arena_bytes = allocator == AllocatorKind::pool ? pool.budget_bytes : 4 * pool.budget_bytes;
-      const runtime::Program program = runtime::build_program(c.plan, c.trace, pool);
+      const runtime::Program program =
+          runtime::build_program(c.plan, trace_with_extras(c.trace, c.plan), pool, c.machine);
       ++compared;
+      for (const std::string& feature : v2_additions(c.plan))
+        ++counts.features[feature];
       failures_compared += simulated.error ? 1 : 0;
       const std::string text = compare(simulated, program, allocator);
-      EXPECT_TRUE(text.empty()) << "seed " << seed << ", allocator " << to_string(allocator) << " ("
+      EXPECT_TRUE(text.empty()) << (v2 ? "v2 " : "") << "seed " << seed << ", allocator " << to_string(allocator) << " ("
                                 << c.plan.steps.size() << " steps; " << c.notes << "): simulator vs memsim-cuda:"
                                 << text;
     }
   }
-  std::printf("%d plans compared with memsim-cuda's program builder, %d of them infeasible\n", compared,
-              failures_compared);
-  EXPECT_GT(compared, 300);
-  EXPECT_GT(failures_compared, 50);
+  return counts;
+}
+
+TEST(DifferentialRuntime, ProgramBuilderAgreesWithTheSimulatorWhereListOrderIsTimeOrder)
+{
+  const Compared v1 = compare_random_plans(1, 1500, false);
+  std::printf("%d plans compared with memsim-cuda's program builder, %d of them infeasible\n", v1.plans,
+              v1.failures);
+  EXPECT_GT(v1.plans, 300);
+  EXPECT_GT(v1.failures, 50);
+}
+
+TEST(DifferentialRuntime, ProgramBuilderAgreesWithTheSimulatorOnV2PlansWhereListOrderIsTimeOrder)
+{
+  Compared v2 = compare_random_plans(1, 1500, true);
+  std::printf("%d v2 plans compared with memsim-cuda's program builder, %d of them infeasible\n", v2.plans,
+              v2.failures);
+  EXPECT_GT(v2.plans, 300);
+  EXPECT_GT(v2.failures, 50);
+  for (const char* feature :
+       {"initial_placement", "shared_across_instances", "split/merge", "host compute", "iterations"}) {
+    std::printf("  %d of them use %s\n", v2.features[feature], feature);
+    EXPECT_GT(v2.features[feature], 20) << feature;
+  }
 }
 
 } // namespace

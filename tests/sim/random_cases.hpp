@@ -31,7 +31,7 @@ struct PlanShape {
   bool single_device = false;
   bool single_stream = false;
   // v2 additions: split/merge views, host compute, ring collectives, initial_placement, shared weights and
-  // gradients, several iterations (memsim-cuda refuses them; the engines' differential test uses them).
+  // gradients, several iterations (both differential tests use them; single_device plans get no collectives).
   bool v2 = false;
 };
 Plan random_plan(const Trace& trace, const Machine& machine, std::mt19937_64& rng, const PlanShape& shape,
