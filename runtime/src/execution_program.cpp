@@ -724,6 +724,15 @@ std::string describe_program(const Program& program)
   text += fmt::format("memory: budget {} bytes, pool {} bytes, list-order peak {} bytes, {} pinned host buffers\n",
                       program.pool.budget_bytes, program.pool.arena_bytes, program.peak_bytes,
                       program.host_buffers.size());
+  std::size_t host_steps = 0;
+  double host_s = 0;
+  for (const ProgramStep& step : program.steps)
+    if (step.work == WorkKind::host_busy) {
+      ++host_steps;
+      host_s += step.kernel_time_s;
+    }
+  if (host_steps > 0)
+    text += fmt::format("host compute: {} steps, {:.6f} s of host busy loops\n", host_steps, host_s);
   std::string memory_waits;
   std::size_t listed = 0;
   for (const ProgramStep& step : program.steps)

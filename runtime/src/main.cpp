@@ -49,6 +49,7 @@ struct RunOptions {
   bool dry_run = false;
   std::string device_memory; // dry run with budget 0
   int gpu = 0;
+  std::string machine; // v2 host steps: the machine whose host speed times them (as `memsim simulate`)
 };
 
 struct AssembleOptions {
@@ -165,6 +166,7 @@ int run_command(const RunOptions& options)
   const LoadedPlan loaded = load_plan_and_trace(options.trace, options.plan);
   const Plan& plan = loaded.plan;
   const Trace& trace = loaded.trace;
+  const Machine machine = options.machine.empty() ? Machine{} : load_machine(options.machine);
   if (options.kernels != "spin" && options.kernels != "gemm")
     throw InputError("--kernels", fmt::format("unknown kernels '{}' (valid: spin, gemm)", options.kernels));
   if (options.iterations == 0)
@@ -181,7 +183,7 @@ int run_command(const RunOptions& options)
       memory = plan.budget_bytes;
     PoolConfig pool = size_pool(plan.budget_bytes, memory, std::numeric_limits<std::uint64_t>::max(), 0,
                                 options.pool_slack, options.allocator);
-    Program program = build_program(plan, trace, pool);
+    Program program = build_program(plan, trace, pool, machine);
     fmt::print("{}", describe_program(program));
     return 0;
   }
@@ -200,7 +202,7 @@ int run_command(const RunOptions& options)
   }
   const PoolConfig pool =
       size_pool(plan.budget_bytes, device.total_bytes, device.free_bytes, reserve, options.pool_slack, options.allocator);
-  Program program = build_program(plan, trace, pool);
+  Program program = build_program(plan, trace, pool, machine);
   std::fprintf(stderr, "%s", describe_program(program).c_str());
 
   ExecutorOptions executor;
@@ -300,6 +302,8 @@ int main(int argc, char** argv)
   run_app->add_flag("--dry-run", run.dry_run, "build streams, waits and allocations only (no GPU needed)");
   run_app->add_option("--device-memory", run.device_memory, "dry run: the GPU's memory when the budget is 0");
   run_app->add_option("--gpu", run.gpu, "CUDA device index")->capture_default_str();
+  run_app->add_option("--machine", run.machine,
+                      "machine YAML whose host speed times host steps (device -1) without cpu_time_s");
 
   AssembleOptions assemble;
   CLI::App* assemble_app =

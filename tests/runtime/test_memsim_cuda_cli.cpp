@@ -74,6 +74,22 @@ TEST(MemsimCudaCli, DryRunPrintsStreamsWaitsAndTheOutOfMemoryWithoutAGpu)
   EXPECT_THAT(oom.output, HasSubstr("infeasible (out_of_memory): out of memory: step 5 (compute on gpu0/compute)"));
 }
 
+// A v2 plan (split/merge views, a weight placed on the host and prefetched, host compute, two iterations): the
+// split peaks at 9 MB, w and the host step's output are pinned buffers, the host step is a busy loop of its cpu_time_s.
+TEST(MemsimCudaCli, DryRunOfAV2Plan)
+{
+  const std::string files = "--trace " + kData + "/v2.trace.json --plan " + kData + "/v2.plan.json";
+  Outcome outcome = run("run --dry-run " + files);
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.output;
+  EXPECT_THAT(outcome.output, Not(HasSubstr("infeasible")));
+  EXPECT_THAT(outcome.output, HasSubstr("stream 1 (device -1, 'cpu0'): 1 steps"));
+  EXPECT_THAT(outcome.output, HasSubstr("list-order peak 9000000 bytes, 2 pinned host buffers"));
+  EXPECT_THAT(outcome.output, HasSubstr("host compute: 1 steps, 0.002000 s of host busy loops"));
+  Outcome ring = run("run --dry-run --trace " + kData + "/v2.trace.json --plan " + kData + "/v2-allreduce.plan.json");
+  EXPECT_EQ(ring.exit_code, 2) << ring.output;
+  EXPECT_THAT(ring.output, HasSubstr("step 0: allreduce over group [0, 1] needs 2 GPUs"));
+}
+
 // The fixtures of tests/sim/core_cases_test.cpp (both simulator engines) through the dry run.
 TEST(MemsimCudaCli, DryRunReportsTheCoreCasesLikeTheSimulators)
 {
