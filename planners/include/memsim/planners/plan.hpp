@@ -88,7 +88,7 @@ struct Plan {
   std::vector<TensorKind> shared_across_instances; // of weight, weight_grad, optimizer_state
 };
 
-// The first v2 feature a plan uses, named for executors that do not support them (memsim-cuda); nullopt for a
+// The first v2 feature a plan uses, named for executors that do not support them; nullopt for a
 // plan v1 could express.
 std::optional<std::string> v2_feature(const Plan& plan);
 // Whether tensors of this kind have one slot per device for all instances under this plan.
