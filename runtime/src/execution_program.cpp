@@ -452,10 +452,7 @@ private:
     auto denial = splitting ? ledger_.split(step.device, step.instance, parent, step.parts, step.id)
                             : ledger_.merge(step.device, step.instance, parent, step.parts, step.id);
     if (denial) {
-      TensorId clash = parent;
-      for (TensorId part : step.parts)
-        if (splitting && ledger_.resident(step.device, step.instance, part))
-          clash = part;
+      const TensorId clash = ledger_.view_clash(step.device, step.instance, parent, step.parts, splitting);
       fail(*denial, &step, clash, splitting ? "splits into" : "merges into", describe_tensor(trace_, clash),
            step.device);
       return false;

@@ -148,6 +148,17 @@ void MemoryLedger::drop_blocks(Account& account, const std::vector<std::size_t>&
   }
 }
 
+TensorId MemoryLedger::view_clash(int space, int instance, TensorId parent, const std::vector<TensorId>& parts,
+                                  bool splitting) const
+{
+  TensorId clash = parent;
+  if (splitting)
+    for (TensorId part : parts)
+      if (resident(space, instance, part))
+        clash = part;
+  return clash;
+}
+
 std::optional<Denial> MemoryLedger::split(int space, int instance, TensorId parent, const std::vector<TensorId>& parts,
                                           StepId by)
 {

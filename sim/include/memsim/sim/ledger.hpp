@@ -75,6 +75,9 @@ public:
   // from parts) is resident any more: freeing one part lowers the bytes in use but frees no pool space.
   std::optional<Denial> split(int space, int instance, TensorId parent, const std::vector<TensorId>& parts, StepId by);
   std::optional<Denial> merge(int space, int instance, TensorId parent, const std::vector<TensorId>& parts, StepId by);
+  // The tensor a denied split or merge is reported against: the last part already resident (split), else the parent.
+  TensorId view_clash(int space, int instance, TensorId parent, const std::vector<TensorId>& parts,
+                      bool splitting) const;
   // Anonymous bytes (an op's workspace). `handle` identifies the block for release_bytes (pool: its offset).
   std::optional<Denial> allocate_bytes(int space, std::uint64_t bytes, StepId by, std::uint64_t& handle,
                                        Ordering* ordering = nullptr);
