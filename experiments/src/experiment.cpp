@@ -1,4 +1,5 @@
 #include "memsim/experiments/experiment.hpp"
+#include "memsim/experiments/capacity_experiment.hpp"
 
 #include "memsim/common/files.hpp"
 #include "memsim/experiments/processes.hpp"
@@ -8,6 +9,7 @@
 #include "memsim/common/units.hpp"
 #include "memsim/common/yaml_io.hpp"
 #include "memsim/hwmodels/cost_model.hpp"
+#include "memsim/hwmodels/roofline.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/sim/trace_analysis.hpp"
@@ -152,11 +154,11 @@ Trace generate_workload(const yaml_io::Node& spec, const Machine& machine, Json&
 
   const Gpu& gpu = machine.gpus.at(0);
   auto roofline_for = [&](const std::string& dtype) {
-    auto peak = gpu.peak_flops.find(dtype);
-    if (peak == gpu.peak_flops.end())
+    std::optional<Roofline> roofline = roofline_of(gpu, dtype);
+    if (!roofline)
       (spec.has("dtype") ? spec.at("dtype") : spec)
           .fail(fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name, machine.name, dtype));
-    return Roofline{peak->second, gpu.hbm_bandwidth, gpu.kernel_launch_s, gpu.model};
+    return *roofline;
   };
   try {
     return info->make(values, roofline_for);
@@ -308,7 +310,7 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
   yaml_io::Node root(yaml_io::read_file(path), path.string());
   root.expect_format("memsim-experiment", 1);
   root.only_keys({"format", "version", "name", "description", "workloads", "machine", "planners", "sweep",
-                  "outputs", "parallelism", "engine", "allocator"});
+                  "outputs", "parallelism", "engine", "allocator", "search"});
   Experiment experiment;
   experiment.source = path;
   experiment.name = root.at("name").as_string();
@@ -369,6 +371,12 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
           experiment.plots.push_back(plot);
       }
     }
+  }
+  if (root.has("search")) {
+    experiment.search = load_search_settings(root.at("search"), experiment);
+    if (root.has("outputs") && root.at("outputs").has("plots"))
+      root.at("outputs").at("plots").fail("a search experiment draws one plot, capacity.png: no plots to choose");
+    experiment.plots = {kPlotCapacity};
   }
   if (root.has("engine")) {
     const std::string text = root.at("engine").as_string();

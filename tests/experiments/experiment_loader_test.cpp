@@ -111,7 +111,7 @@ TEST_F(LoaderTest, UnknownTopLevelKey)
 {
   EXPECT_EQ(error_of(head() + "planners: [keep-all]\nsweeps: {}\n"),
             file() + ":8:1: unknown key 'sweeps' (valid keys: format, version, name, description, workloads, "
-                     "machine, planners, sweep, outputs, parallelism, engine, allocator)");
+                     "machine, planners, sweep, outputs, parallelism, engine, allocator, search)");
 }
 
 TEST_F(LoaderTest, EngineAndAllocatorDefaultToSimgridAndBytes)

@@ -4,6 +4,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/machine.hpp"
+#include "memsim/hwmodels/roofline.hpp"
 #include "memsim/traces/generator_registry.hpp"
 #include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
@@ -35,11 +36,11 @@ Roofline roofline_for(const MachineOptions& options, const std::string& dtype)
   if (options.gpu >= machine.gpus.size())
     throw InputError("--gpu", fmt::format("machine '{}' has {} GPU(s)", machine.name, machine.gpus.size()));
   const Gpu& gpu = machine.gpus[options.gpu];
-  auto peak = gpu.peak_flops.find(dtype);
-  if (peak == gpu.peak_flops.end())
+  std::optional<Roofline> roofline = roofline_of(gpu, dtype);
+  if (!roofline)
     throw InputError("--dtype", fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name, machine.name,
                                             dtype));
-  return Roofline{peak->second, gpu.hbm_bandwidth, gpu.kernel_launch_s, gpu.model};
+  return *roofline;
 }
 
 void write(const Trace& trace, const std::string& out)

@@ -1,6 +1,7 @@
 // memsim run (an experiment sweep) and the hidden memsim worker (one sweep cell per process).
 #include "commands.hpp"
 
+#include "memsim/experiments/capacity_experiment.hpp"
 #include "memsim/experiments/experiment.hpp"
 #include "memsim/experiments/runner.hpp"
 #include "memsim/hwmodels/machine.hpp"
@@ -33,7 +34,8 @@ void add_run_command(CLI::App& app, Context& context)
 {
   auto arguments = std::make_shared<RunArguments>();
   CLI::App* command = app.add_subcommand(
-      "run", "Run an experiment: sweep workloads x planners x budgets x bandwidths, write results.csv and plots");
+      "run", "Run an experiment: sweep workloads x planners x budgets x bandwidths, write results.csv and plots "
+      "(capacity.csv for an experiment with a `search:` block)");
   command->footer(
       "Each cell runs in its own worker process; results are cached in OUT/cells, so rerunning after an\n"
       "interruption redoes only the missing cells. Writes OUT/results.csv and OUT/<plot>.png.\n"
@@ -65,6 +67,18 @@ void add_run_command(CLI::App& app, Context& context)
     options.worker_executable = context.executable;
     options.plots = !arguments->no_plots;
     options.plot_script = data_dir() / "experiments" / "plot" / "plot_results.py";
+    if (experiment.search) {
+      try {
+        const experiments::CapacitySummary summary =
+            experiments::run_capacity_experiment(experiment, arguments->out_dir, options);
+        fmt::print(stderr, "memsim: run: {} searches ({} computed, {} cached) -> {}\n", summary.cells,
+                   summary.computed, summary.cached, summary.capacity_csv.string());
+      } catch (const experiments::RunError& error) {
+        fmt::print(stderr, "memsim: run: {}\n", error.what());
+        context.exit_code = 3;
+      }
+      return;
+    }
     experiments::RunSummary summary;
     try {
       summary = experiments::run_experiment(experiment, arguments->out_dir, options);

@@ -23,6 +23,7 @@ void add_worker_command(CLI::App& app, Context& context); // hidden: one sweep c
 void add_trace_command(CLI::App& app, Context& context);
 void add_import_command(CLI::App& app, Context& context);
 void add_validate_command(CLI::App& app, Context& context);
+void add_max_scale_command(CLI::App& app, Context& context);
 
 // Where shipped data lives: configs/machines etc. (source tree, or MEMSIM_DATA_DIR).
 std::filesystem::path data_dir();

@@ -2,6 +2,7 @@
 // The Experiment document (`memsim-experiment`, YAML) and its sweep grid: workloads x planners x budgets x
 // bandwidths, one cell per combination in that (stable) order. Each cell is a self-contained JSON document
 // that a worker process executes (the SimGrid engine is one per process).
+#include "memsim/experiments/scale_study.hpp"
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/sim/timeline.hpp"
@@ -55,6 +56,9 @@ struct Experiment {
   std::vector<std::string> plots;
   unsigned jobs = 0; // 0: the core count
   SimOptions simulation; // `engine:` and `allocator:`; the defaults (simgrid, bytes) when absent
+  // `search:`: each cell searches for the largest value of an axis that trains (capacity.csv) instead of
+  // simulating one point (results.csv). Workloads are then generator specs and budgets absolute.
+  std::optional<SearchSettings> search;
 };
 
 // Loads and validates everything (planner names and params, machine, traces or generators).

@@ -1,0 +1,59 @@
+#pragma once
+// One capacity study of `memsim max-scale`: a generated workload whose size parameter follows an axis, a planner,
+// a machine and a budget. A probe at value v generates the workload with its axis parameter set to v, plans it and
+// simulates the plan (fast engine by default); the value trains when a plan exists and runs within the budget (and,
+// with a throughput floor, keeps samples/s at or above it).
+#include "memsim/common/params.hpp"
+#include "memsim/experiments/capacity_search.hpp"
+#include "memsim/hwmodels/machine.hpp"
+#include "memsim/sim/simulator.hpp"
+#include "memsim/traces/trace.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace memsim::experiments {
+
+enum class ScaleAxis { batch, width, depth };
+std::string_view to_string(ScaleAxis axis);
+std::optional<ScaleAxis> scale_axis_from_string(std::string_view text);
+
+struct ScaleStudy {
+  std::string generator;                                // generator kind (`memsim generators`)
+  nlohmann::json generator_params = nlohmann::json::object(); // given values; the axis parameter is overridden
+  ScaleAxis axis = ScaleAxis::batch;
+  std::string axis_param;                               // the generator's integer parameter the axis sets
+  std::string planner;
+  nlohmann::json planner_params = nlohmann::json::object();
+  Machine machine;
+  std::uint64_t budget_bytes = 0;                       // 0: the GPU's memory
+  std::optional<double> min_samples_per_s;              // the throughput floor, when asked for
+  SimOptions simulation;
+};
+
+// An experiment's `search:` block: what every (workload, planner, budget, bandwidth) cell searches for.
+struct SearchSettings {
+  ScaleAxis axis = ScaleAxis::batch;
+  std::string axis_param; // empty: the axis's default parameter for each workload's generator
+  CapacitySearchOptions bounds;
+  std::optional<double> min_throughput; // fraction of keep-all's samples/s at keep-all's largest batch
+};
+
+// "KIND" or "KIND:k=v,k=v" (e.g. "transformer:layers=24,hidden=1024") into a study's generator and given params.
+// Throws InputError located at `where` for unknown kinds or parameters and malformed values.
+void parse_workload_spec(const std::string& text, ScaleStudy& study, const std::string& where = "--workload");
+
+// The generator's integer parameter an axis sets: `requested` when given (checked), else batch -> batch,
+// depth -> depth or layers, width -> width or hidden. Throws InputError naming the candidates when there is none.
+std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, const std::string& requested);
+
+// The workload at one value of the axis (generated on the machine's first GPU).
+Trace workload_at(const ScaleStudy& study, std::int64_t value);
+// The batch size of the workload at `value` (samples per iteration, for samples/s).
+std::int64_t batch_at(const ScaleStudy& study, std::int64_t value);
+
+// Plan + simulate at one value. InputErrors (a bad generator value) propagate; infeasibility is an outcome.
+ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value);
+
+} // namespace memsim::experiments

@@ -1,0 +1,202 @@
+// memsim max-scale: the largest batch / width / depth of a generated workload that a planner trains in a budget.
+#include "commands.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/units.hpp"
+#include "memsim/experiments/scale_study.hpp"
+#include "memsim/planners/planner.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+namespace memsim::cli {
+namespace {
+
+using experiments::CapacityResult;
+using experiments::Probe;
+using experiments::ScaleStudy;
+
+struct Options {
+  std::string workload;
+  std::string axis = "batch";
+  std::string axis_param;
+  std::string planner;
+  std::vector<std::string> params;
+  std::string machine;
+  std::string budget = "0";
+  std::optional<double> min_throughput;
+  std::int64_t start = 1;
+  std::int64_t limit = 1 << 16;
+  std::int64_t scan = 8;
+  std::string engine = "fast";
+  std::string allocator = "bytes";
+  bool json = false;
+};
+
+nlohmann::json probe_to_json(const Probe& probe)
+{
+  nlohmann::json document{{"value", probe.value}, {"feasible", probe.outcome.feasible}};
+  if (probe.outcome.iteration_time_s > 0) {
+    document["iteration_time_s"] = probe.outcome.iteration_time_s;
+    document["samples_per_s"] = probe.outcome.samples_per_s;
+  }
+  if (!probe.outcome.reason.empty())
+    document["reason"] = probe.outcome.reason;
+  return document;
+}
+
+const Probe* probe_of(const CapacityResult& result, std::int64_t value)
+{
+  for (const Probe& probe : result.probes)
+    if (probe.value == value)
+      return &probe;
+  return nullptr;
+}
+
+// One search with a progress line on a terminal (stderr), cleared when it ends.
+CapacityResult search(const ScaleStudy& study, const experiments::CapacitySearchOptions& bounds, const char* label)
+{
+  const bool progress = ::isatty(STDERR_FILENO);
+  auto observe = [&](const Probe& probe, std::size_t count) {
+    if (progress)
+      fmt::print(stderr, "\r\033[K{}: probe {}: {} {} {}", label, count, experiments::to_string(study.axis),
+                 probe.value, probe.outcome.feasible ? "fits" : "does not fit");
+  };
+  CapacityResult result = experiments::find_largest_feasible(
+      [&](std::int64_t value) { return experiments::probe_study(study, value); }, bounds, observe);
+  if (progress)
+    fmt::print(stderr, "\r\033[K");
+  return result;
+}
+
+void run(const Options& options, Context& context)
+{
+  ScaleStudy study;
+  experiments::parse_workload_spec(options.workload, study);
+  const std::optional<experiments::ScaleAxis> axis = experiments::scale_axis_from_string(options.axis);
+  if (!axis)
+    throw InputError("--axis", fmt::format("unknown axis '{}' (valid: batch, width, depth)", options.axis));
+  study.axis = *axis;
+  study.axis_param = experiments::resolve_axis_param(study.generator, study.axis, options.axis_param);
+  const PlannerInfo& planner = planner_registry().get(options.planner);
+  study.planner = planner.name;
+  study.planner_params = parse_param_assignments(planner, options.params);
+  study.machine = load_machine_or_preset(options.machine, default_presets_dir());
+  try {
+    study.budget_bytes = units::parse_bytes(options.budget);
+  } catch (const std::invalid_argument& error) {
+    throw InputError("--budget", fmt::format("'{}': {}", options.budget, error.what()));
+  }
+  const std::optional<EngineKind> engine = engine_kind_from_string(options.engine);
+  if (!engine)
+    throw InputError("--engine", fmt::format("unknown engine '{}' (valid: fast, simgrid)", options.engine));
+  if (*engine == EngineKind::simgrid)
+    throw InputError("--engine", "a search simulates many plans in one process: only the fast engine can");
+  study.simulation.engine = *engine;
+  const std::optional<AllocatorKind> allocator = allocator_kind_from_string(options.allocator);
+  if (!allocator)
+    throw InputError("--allocator", fmt::format("unknown allocator '{}' (valid: bytes, pool)", options.allocator));
+  study.simulation.allocator = *allocator;
+  if (options.start < 1 || options.limit < options.start)
+    throw InputError("--start", fmt::format("need 1 <= --start ({}) <= --limit ({})", options.start, options.limit));
+
+  const experiments::CapacitySearchOptions bounds{options.start, options.limit, options.scan};
+  const auto started = std::chrono::steady_clock::now();
+  nlohmann::json floor_document;
+  if (options.min_throughput) {
+    // The floor: F x keep-all's samples/s at keep-all's own largest batch.
+    ScaleStudy baseline = study;
+    baseline.axis = experiments::ScaleAxis::batch;
+    baseline.axis_param = experiments::resolve_axis_param(study.generator, baseline.axis, "");
+    baseline.planner = "keep-all";
+    baseline.planner_params = nlohmann::json::object();
+    const CapacityResult keep_all = search(baseline, bounds, "keep-all");
+    if (!keep_all.largest)
+      throw Infeasible(fmt::format("--min-throughput: keep-all trains no batch from {} on", options.start));
+    const double keep_all_rate = probe_of(keep_all, *keep_all.largest)->outcome.samples_per_s;
+    study.min_samples_per_s = *options.min_throughput * keep_all_rate;
+    floor_document = {{"fraction", *options.min_throughput},
+                      {"keep_all_batch", *keep_all.largest},
+                      {"keep_all_samples_per_s", keep_all_rate},
+                      {"min_samples_per_s", *study.min_samples_per_s}};
+  }
+  const CapacityResult result = search(study, bounds, study.planner.c_str());
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const Probe* best = result.largest ? probe_of(result, *result.largest) : nullptr;
+
+  if (options.json) {
+    nlohmann::json probes = nlohmann::json::array();
+    for (const Probe& probe : result.probes)
+      probes.push_back(probe_to_json(probe));
+    nlohmann::json document{{"format", "memsim-max-scale"},
+                            {"version", 1},
+                            {"workload", options.workload},
+                            {"axis", experiments::to_string(study.axis)},
+                            {"axis_param", study.axis_param},
+                            {"planner", study.planner},
+                            {"params", study.planner_params},
+                            {"machine", study.machine.name},
+                            {"budget_bytes", study.budget_bytes},
+                            {"largest", result.largest ? nlohmann::json(*result.largest) : nlohmann::json()},
+                            {"reached_limit", result.reached_limit},
+                            {"probes", probes}};
+    if (best) {
+      document["iteration_time_s"] = best->outcome.iteration_time_s;
+      document["samples_per_s"] = best->outcome.samples_per_s;
+    }
+    if (!floor_document.is_null())
+      document["throughput_floor"] = floor_document;
+    fmt::print("{}\n", document.dump(2));
+  } else if (best) {
+    fmt::print("largest {} ({}) for {} with {}: {} — iteration {}, {:.6g} samples/s{}\n",
+               experiments::to_string(study.axis), study.axis_param, options.workload, study.planner, *result.largest,
+               units::format_duration(best->outcome.iteration_time_s), best->outcome.samples_per_s,
+               result.reached_limit ? " (the --limit: larger values were not tried)" : "");
+  } else {
+    fmt::print("no {} from {} on fits for {} with {}: {}\n", experiments::to_string(study.axis), options.start,
+               options.workload, study.planner, result.probes.front().outcome.reason);
+  }
+  fmt::print(stderr, "max-scale: {} probes in {:.2f} s\n", result.probes.size(), wall_s);
+  if (!result.largest)
+    context.exit_code = 1;
+}
+
+} // namespace
+
+void add_max_scale_command(CLI::App& app, Context& context)
+{
+  auto options = std::make_shared<Options>();
+  CLI::App* command = app.add_subcommand(
+      "max-scale", "The largest batch, width or depth of a generated workload that a planner trains in a budget");
+  command->add_option("--workload", options->workload,
+                      "generator and its parameters: KIND or KIND:k=v,k=v (e.g. transformer:layers=24,hidden=1024)")
+      ->required();
+  command->add_option("--axis", options->axis, "batch, width or depth")->default_val("batch");
+  command->add_option("--axis-param", options->axis_param,
+                      "the generator's integer parameter the axis sets (default: batch; depth or layers; width or "
+                      "hidden)");
+  command->add_option("--planner", options->planner, "planner name (see `memsim planners`)")->required();
+  command->add_option("--param", options->params, "planner parameter name=value (repeatable)");
+  command->add_option("--machine", options->machine, "machine preset name or YAML file")->required();
+  command->add_option("--budget", options->budget,
+                      "device memory budget: bytes or a size such as 12GiB (default: the GPU's memory)");
+  command->add_option("--min-throughput", options->min_throughput,
+                      "also require samples/s >= this fraction of keep-all's at keep-all's largest batch")
+      ->check(CLI::Range(0.0, 1e6));
+  command->add_option("--start", options->start, "smallest value tried")->default_val(1);
+  command->add_option("--limit", options->limit, "largest value tried")->default_val(1 << 16);
+  command->add_option("--scan", options->scan, "values scanned above the bisected boundary")
+      ->default_val(8)
+      ->check(CLI::Range(0, 1 << 20));
+  command->add_option("--engine", options->engine, "simulation engine (fast)")->default_val("fast");
+  command->add_option("--allocator", options->allocator, "bytes or pool")->default_val("bytes");
+  command->add_flag("--json", options->json, "print the search (every probe) as JSON");
+  command->callback([options, &context] { run(*options, context); });
+}
+
+} // namespace memsim::cli

@@ -1,0 +1,166 @@
+#include "memsim/experiments/scale_study.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/hwmodels/roofline.hpp"
+#include "memsim/planners/planner.hpp"
+#include "memsim/traces/generator_registry.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+namespace memsim::experiments {
+namespace {
+
+const GeneratorInfo& generator_info(const std::string& kind, const std::string& where)
+{
+  const GeneratorInfo* info = generator_registry().find(kind);
+  if (!info)
+    throw InputError(where, fmt::format("unknown generator '{}' (valid: {})", kind, generator_registry().names()));
+  return *info;
+}
+
+const ParamSpec* find_param(const GeneratorInfo& info, const std::string& name)
+{
+  for (const ParamSpec& spec : info.params)
+    if (spec.name == name)
+      return &spec;
+  return nullptr;
+}
+
+std::string integer_params(const GeneratorInfo& info)
+{
+  std::string names;
+  for (const ParamSpec& spec : info.params)
+    if (spec.type == ParamType::integer)
+      names += (names.empty() ? "" : ", ") + spec.name;
+  return names.empty() ? "none" : names;
+}
+
+ParamValues values_at(const ScaleStudy& study, std::int64_t value)
+{
+  const GeneratorInfo& info = generator_info(study.generator, "--workload");
+  nlohmann::json given = study.generator_params;
+  given[study.axis_param] = value;
+  return generator_registry().complete_params(info, given);
+}
+
+} // namespace
+
+std::string_view to_string(ScaleAxis axis)
+{
+  switch (axis) {
+  case ScaleAxis::batch: return "batch";
+  case ScaleAxis::width: return "width";
+  case ScaleAxis::depth: return "depth";
+  }
+  return "?";
+}
+
+std::optional<ScaleAxis> scale_axis_from_string(std::string_view text)
+{
+  for (ScaleAxis axis : {ScaleAxis::batch, ScaleAxis::width, ScaleAxis::depth})
+    if (to_string(axis) == text)
+      return axis;
+  return std::nullopt;
+}
+
+void parse_workload_spec(const std::string& text, ScaleStudy& study, const std::string& where)
+{
+  const std::size_t colon = text.find(':');
+  study.generator = text.substr(0, colon);
+  const GeneratorInfo& info = generator_info(study.generator, where);
+  std::vector<std::string> assignments;
+  if (colon != std::string::npos) {
+    std::string rest = text.substr(colon + 1);
+    std::size_t begin = 0;
+    while (begin <= rest.size()) {
+      const std::size_t comma = rest.find(',', begin);
+      const std::string item = rest.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+      if (item.empty())
+        throw InputError(where, fmt::format("'{}': empty parameter in the list after '{}:'", text, study.generator));
+      assignments.push_back(item);
+      if (comma == std::string::npos)
+        break;
+      begin = comma + 1;
+    }
+  }
+  study.generator_params = generator_registry().parse_assignments(info, assignments, where);
+}
+
+std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, const std::string& requested)
+{
+  const GeneratorInfo& info = generator_info(generator, "--workload");
+  if (!requested.empty()) {
+    const ParamSpec* spec = find_param(info, requested);
+    if (!spec || spec->type != ParamType::integer)
+      throw InputError("--axis-param", fmt::format("generator '{}' has no integer parameter '{}' (integer ones: {})",
+                                                   generator, requested, integer_params(info)));
+    return requested;
+  }
+  std::vector<std::string> candidates;
+  switch (axis) {
+  case ScaleAxis::batch: candidates = {"batch"}; break;
+  case ScaleAxis::depth: candidates = {"depth", "layers"}; break;
+  case ScaleAxis::width: candidates = {"width", "hidden"}; break;
+  }
+  for (const std::string& name : candidates)
+    if (const ParamSpec* spec = find_param(info, name); spec && spec->type == ParamType::integer)
+      return name;
+  throw InputError("--axis", fmt::format("generator '{}' has no integer parameter for the {} axis (integer ones: {}); "
+                                         "name one with --axis-param",
+                                         generator, to_string(axis), integer_params(info)));
+}
+
+Trace workload_at(const ScaleStudy& study, std::int64_t value)
+{
+  const GeneratorInfo& info = generator_info(study.generator, "--workload");
+  const Gpu& gpu = study.machine.gpus.at(0);
+  return info.make(values_at(study, value), [&](const std::string& dtype) {
+    std::optional<Roofline> roofline = roofline_of(gpu, dtype);
+    if (!roofline)
+      throw InputError("--workload", fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name,
+                                                 study.machine.name, dtype));
+    return *roofline;
+  });
+}
+
+std::int64_t batch_at(const ScaleStudy& study, std::int64_t value)
+{
+  const ParamValues values = values_at(study, value);
+  return values.contains("batch") ? values.at("batch").get<std::int64_t>() : 1;
+}
+
+ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
+{
+  const Trace trace = workload_at(study, value);
+  PlanRequest request;
+  request.budget_bytes = study.budget_bytes;
+  request.params = study.planner_params;
+  ProbeOutcome outcome;
+  Plan plan;
+  try {
+    plan = make_plan(study.planner, trace, study.machine, request);
+  } catch (const Infeasible& error) {
+    outcome.reason = fmt::format("no plan: {}", error.what());
+    return outcome;
+  }
+  SimOptions options = study.simulation;
+  options.record_timeline = false;
+  const RunResult run = simulate(trace, study.machine, plan, options);
+  if (!run.metrics.feasible || run.error) {
+    outcome.reason = run.error ? run.error->message : "the simulator found the plan infeasible";
+    return outcome;
+  }
+  outcome.iteration_time_s = run.metrics.iteration_time_s;
+  outcome.samples_per_s = static_cast<double>(batch_at(study, value)) / run.metrics.iteration_time_s;
+  outcome.feasible = true;
+  if (study.min_samples_per_s && outcome.samples_per_s < *study.min_samples_per_s) {
+    outcome.feasible = false;
+    outcome.reason = fmt::format("{:.6g} samples/s is below the floor of {:.6g}", outcome.samples_per_s,
+                                 *study.min_samples_per_s);
+  }
+  return outcome;
+}
+
+} // namespace memsim::experiments

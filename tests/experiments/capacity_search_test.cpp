@@ -1,0 +1,228 @@
+// The capacity search of `memsim max-scale`: exact boundaries of synthetic feasibility functions (monotone and not),
+// the boundary of a generated workload whose keep-all peak is linear in the batch, and the command line.
+#include "experiment_test_support.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/experiments/capacity_search.hpp"
+#include "memsim/experiments/scale_study.hpp"
+#include "memsim/sim/trace_analysis.hpp"
+#include "memsim/traces/generator_registry.hpp"
+#include "test_traces.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace memsim::experiments {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::run_command;
+
+const std::filesystem::path kMemsim = MEMSIM_EXECUTABLE;
+
+ProbeFunction feasible_when(std::function<bool(std::int64_t)> rule)
+{
+  return [rule = std::move(rule)](std::int64_t value) {
+    ProbeOutcome outcome;
+    outcome.feasible = rule(value);
+    return outcome;
+  };
+}
+
+std::set<std::int64_t> probed_values(const CapacityResult& result)
+{
+  std::set<std::int64_t> values;
+  for (const Probe& probe : result.probes)
+    values.insert(probe.value);
+  return values;
+}
+
+TEST(CapacitySearch, FindsEveryMonotoneBoundaryExactly)
+{
+  for (std::int64_t boundary = 1; boundary <= 300; ++boundary) {
+    const CapacityResult result =
+        find_largest_feasible(feasible_when([=](std::int64_t v) { return v <= boundary; }), {1, 1 << 20, 8});
+    ASSERT_TRUE(result.largest) << boundary;
+    EXPECT_EQ(*result.largest, boundary);
+    EXPECT_FALSE(result.reached_limit);
+    // Each value is probed once, and the search stays logarithmic plus the scan window.
+    EXPECT_EQ(probed_values(result).size(), result.probes.size());
+    EXPECT_LE(result.probes.size(), 2 * 10 + 8 + 2u) << boundary;
+  }
+}
+
+TEST(CapacitySearch, LeavesAHoleThatBisectionFallsIntoBehind)
+{
+  // Feasible up to 50 except at 48: bisection between 32 and 64 probes 48 and stops at 47; the scan finds 49 and 50.
+  const CapacityResult result =
+      find_largest_feasible(feasible_when([](std::int64_t v) { return v <= 50 && v != 48; }), {1, 1 << 20, 8});
+  ASSERT_TRUE(result.largest);
+  EXPECT_EQ(*result.largest, 50);
+  EXPECT_TRUE(probed_values(result).contains(48));
+}
+
+TEST(CapacitySearch, ScanWidthBoundsWhatANonMonotonePlannerCanHide)
+{
+  // Feasible up to 20, then again from 26 to 28 (no power of two lands there): the gap of 5 values is crossed by a
+  // scan of 8 and not by one of 5.
+  auto rule = [](std::int64_t v) { return v <= 20 || (v >= 26 && v <= 28); };
+  EXPECT_EQ(*find_largest_feasible(feasible_when(rule), {1, 1 << 20, 8}).largest, 28);
+  EXPECT_EQ(*find_largest_feasible(feasible_when(rule), {1, 1 << 20, 5}).largest, 20);
+}
+
+TEST(CapacitySearch, StartLimitAndNothingFeasible)
+{
+  const CapacityResult none = find_largest_feasible(feasible_when([](std::int64_t) { return false; }), {1, 100, 8});
+  EXPECT_FALSE(none.largest);
+  EXPECT_EQ(none.probes.size(), 9u); // the start and the window above it
+
+  const CapacityResult late = find_largest_feasible(feasible_when([](std::int64_t v) { return v >= 5 && v <= 9; }),
+                                                    {1, 100, 8});
+  EXPECT_EQ(*late.largest, 9);
+
+  const CapacityResult capped = find_largest_feasible(feasible_when([](std::int64_t) { return true; }), {3, 100, 8});
+  EXPECT_EQ(*capped.largest, 100);
+  EXPECT_TRUE(capped.reached_limit);
+  for (const Probe& probe : capped.probes)
+    EXPECT_LE(probe.value, 100);
+
+  EXPECT_THROW(find_largest_feasible(feasible_when([](std::int64_t) { return true; }), {0, 100, 8}),
+               std::invalid_argument);
+}
+
+ScaleStudy small_cnn_study()
+{
+  ScaleStudy study;
+  parse_workload_spec("cnn:depth=4,channel_scale=0.25,image=32,classes=10", study);
+  study.axis = ScaleAxis::batch;
+  study.axis_param = resolve_axis_param(study.generator, study.axis, "");
+  study.planner = "keep-all";
+  study.machine = load_machine_or_preset("v100-32gb-pcie3", default_presets_dir());
+  study.simulation.engine = EngineKind::fast;
+  return study;
+}
+
+// A hand-made workload whose keep-all peak is linear in the batch: a 6-layer chain of 1 MB x batch activations
+// and 1 kB weights (tests/support/test_traces.hpp), registered as a generator for these tests only.
+const bool kTestChainRegistered = [] {
+  generator_registry().add(GeneratorInfo{
+      "test-chain", "6-layer chain, activations of 1 MB x batch (tests only)",
+      {ParamSpec{"batch", ParamType::integer, "samples", 1, 1.0, std::nullopt, {}, ""}},
+      [](const ParamValues& values, const RooflineFor&) {
+        return test::make_chain(6, values.at("batch").get<std::uint64_t>() * 1'000'000);
+      }});
+  return true;
+}();
+
+TEST(ScaleStudy, FindsTheKnownBoundaryOfAPeakLinearInTheBatch)
+{
+  ASSERT_TRUE(kTestChainRegistered);
+  ScaleStudy study = small_cnn_study();
+  parse_workload_spec("test-chain", study);
+  auto peak_at = [&](std::int64_t batch) { return default_memory_profile(workload_at(study, batch)).peak_bytes; };
+  // Worked out: at the loss, x, a0..a5 and g5 are live (a5's last reader is the loss); at b5, a5 is gone and g4
+  // comes: 8 activation-sized tensors either way, so the peak is 8 MB x batch plus the weights' few kB.
+  const std::uint64_t slope = peak_at(2) - peak_at(1);
+  const std::uint64_t base = peak_at(1) - slope;
+  ASSERT_EQ(slope, 8'000'000u);
+  ASSERT_LT(base, 20'000u);
+  ASSERT_EQ(peak_at(1000), base + 1000 * slope);
+  study.budget_bytes = base + 37 * slope + slope / 2; // fits batch 37, not 38
+  const CapacityResult result =
+      find_largest_feasible([&](std::int64_t v) { return probe_study(study, v); }, {1, 1 << 16, 8});
+  ASSERT_TRUE(result.largest);
+  EXPECT_EQ(*result.largest, 37);
+  EXPECT_FALSE(result.reached_limit);
+}
+
+TEST(ScaleStudy, FindsTheBoundaryThatAnExhaustiveScanFinds)
+{
+  // keep-all fits exactly when the default schedule's peak fits: the oracle scans every batch.
+  ScaleStudy study = small_cnn_study();
+  auto peak_at = [&](std::int64_t batch) { return default_memory_profile(workload_at(study, batch)).peak_bytes; };
+  study.budget_bytes = (peak_at(37) + peak_at(38)) / 2;
+  std::int64_t oracle = 0;
+  for (std::int64_t batch = 1; batch <= 200; ++batch)
+    if (peak_at(batch) <= study.budget_bytes)
+      oracle = batch;
+  ASSERT_EQ(oracle, 37);
+  const CapacityResult result =
+      find_largest_feasible([&](std::int64_t v) { return probe_study(study, v); }, {1, 1 << 16, 8});
+  ASSERT_TRUE(result.largest);
+  EXPECT_EQ(*result.largest, oracle);
+  for (const Probe& probe : result.probes) {
+    EXPECT_EQ(probe.outcome.feasible, peak_at(probe.value) <= study.budget_bytes) << probe.value;
+    if (probe.outcome.feasible) {
+      EXPECT_DOUBLE_EQ(probe.outcome.samples_per_s, static_cast<double>(probe.value) / probe.outcome.iteration_time_s);
+    } else {
+      EXPECT_FALSE(probe.outcome.reason.empty());
+    }
+  }
+}
+
+TEST(ScaleStudy, ThroughputFloorMakesFastEnoughAConditionOfFitting)
+{
+  ScaleStudy study = small_cnn_study();
+  study.budget_bytes = 0; // the GPU's memory
+  const ProbeOutcome free_run = probe_study(study, 16);
+  ASSERT_TRUE(free_run.feasible);
+  study.min_samples_per_s = free_run.samples_per_s * 1.01;
+  const ProbeOutcome below = probe_study(study, 16);
+  EXPECT_FALSE(below.feasible);
+  EXPECT_THAT(below.reason, HasSubstr("below the floor"));
+}
+
+TEST(ScaleStudy, AxesResolveToIntegerGeneratorParameters)
+{
+  EXPECT_EQ(resolve_axis_param("cnn", ScaleAxis::depth, ""), "depth");
+  EXPECT_EQ(resolve_axis_param("transformer", ScaleAxis::depth, ""), "layers");
+  EXPECT_EQ(resolve_axis_param("transformer", ScaleAxis::width, ""), "hidden");
+  EXPECT_EQ(resolve_axis_param("transformer", ScaleAxis::batch, "seq"), "seq");
+  EXPECT_THROW(resolve_axis_param("transformer", ScaleAxis::batch, "dtype"), InputError);
+  ScaleStudy study;
+  EXPECT_THROW(parse_workload_spec("cnn:depth=x", study), InputError);
+  EXPECT_THROW(parse_workload_spec("cnn:depth=4,,image=8", study), InputError);
+  EXPECT_THROW(parse_workload_spec("nosuch", study), InputError);
+}
+
+TEST(MaxScaleCommand, JsonListsEveryProbeAndTheLargestValue)
+{
+  const auto result = run_command(kMemsim.string() +
+                                      " max-scale --workload cnn:depth=4,channel_scale=0.25,image=32,classes=10"
+                                      " --planner keep-all --machine v100-32gb-pcie3 --budget 64MiB --json",
+                                  /*stdout_only=*/true);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const nlohmann::json document = nlohmann::json::parse(result.output);
+  ASSERT_TRUE(document["largest"].is_number_integer());
+  const std::int64_t largest = document["largest"];
+  bool saw_largest = false, saw_next = false;
+  for (const auto& probe : document["probes"]) {
+    EXPECT_EQ(probe["feasible"].get<bool>(), probe["value"].get<std::int64_t>() <= largest) << probe.dump();
+    saw_largest |= probe["value"] == largest;
+    saw_next |= probe["value"] == largest + 1;
+  }
+  EXPECT_TRUE(saw_largest);
+  EXPECT_TRUE(saw_next);
+}
+
+TEST(MaxScaleCommand, BadInputIsLocated)
+{
+  auto run = [](const std::string& args) { return run_command(kMemsim.string() + " max-scale " + args); };
+  const std::string common = " --planner keep-all --machine v100-32gb-pcie3";
+  auto axis = run("--workload cnn --axis models" + common);
+  EXPECT_EQ(axis.exit_code, 2);
+  EXPECT_THAT(axis.output, HasSubstr("--axis: unknown axis 'models'"));
+  auto width = run("--workload cnn --axis width" + common);
+  EXPECT_EQ(width.exit_code, 2);
+  EXPECT_THAT(width.output, HasSubstr("no integer parameter for the width axis"));
+  auto tiny = run("--workload cnn --budget 1KiB" + common);
+  EXPECT_EQ(tiny.exit_code, 1) << tiny.output;
+  EXPECT_THAT(tiny.output, HasSubstr("no batch from 1 on fits"));
+}
+
+} // namespace
+} // namespace memsim::experiments
