@@ -28,11 +28,14 @@ const ParamSpec* find_param(const GeneratorInfo& info, const std::string& name)
   return nullptr;
 }
 
-std::string integer_params(const GeneratorInfo& info)
+// An axis value is a whole number: it can set an integer parameter or a number one (a scale: x1, x2, ...).
+bool numeric(const ParamSpec& spec) { return spec.type == ParamType::integer || spec.type == ParamType::number; }
+
+std::string numeric_params(const GeneratorInfo& info)
 {
   std::string names;
   for (const ParamSpec& spec : info.params)
-    if (spec.type == ParamType::integer)
+    if (numeric(spec))
       names += (names.empty() ? "" : ", ") + spec.name;
   return names.empty() ? "none" : names;
 }
@@ -93,9 +96,9 @@ std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, con
   const GeneratorInfo& info = generator_info(generator, "--workload");
   if (!requested.empty()) {
     const ParamSpec* spec = find_param(info, requested);
-    if (!spec || spec->type != ParamType::integer)
-      throw InputError("--axis-param", fmt::format("generator '{}' has no integer parameter '{}' (integer ones: {})",
-                                                   generator, requested, integer_params(info)));
+    if (!spec || !numeric(*spec))
+      throw InputError("--axis-param", fmt::format("generator '{}' has no numeric parameter '{}' (numeric ones: {})",
+                                                   generator, requested, numeric_params(info)));
     return requested;
   }
   std::vector<std::string> candidates;
@@ -105,11 +108,11 @@ std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, con
   case ScaleAxis::width: candidates = {"width", "hidden"}; break;
   }
   for (const std::string& name : candidates)
-    if (const ParamSpec* spec = find_param(info, name); spec && spec->type == ParamType::integer)
+    if (const ParamSpec* spec = find_param(info, name); spec && numeric(*spec))
       return name;
-  throw InputError("--axis", fmt::format("generator '{}' has no integer parameter for the {} axis (integer ones: {}); "
+  throw InputError("--axis", fmt::format("generator '{}' has no parameter for the {} axis (numeric ones: {}); "
                                          "name one with --axis-param",
-                                         generator, to_string(axis), integer_params(info)));
+                                         generator, to_string(axis), numeric_params(info)));
 }
 
 Trace workload_at(const ScaleStudy& study, std::int64_t value)
@@ -128,7 +131,8 @@ Trace workload_at(const ScaleStudy& study, std::int64_t value)
 std::int64_t batch_at(const ScaleStudy& study, std::int64_t value)
 {
   const ParamValues values = values_at(study, value);
-  return values.contains("batch") ? values.at("batch").get<std::int64_t>() : 1;
+  return values.contains("batch") && values.at("batch").is_number_integer() ? values.at("batch").get<std::int64_t>()
+                                                                             : 1;
 }
 
 ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)

@@ -148,7 +148,7 @@ TEST(CapacityExperiment, LoaderRejectsWhatASearchCannotUse)
   EXPECT_THAT(error_of(write_search_experiment(scratch, "{axis: models}")),
               HasSubstr("capacity.yaml:9:16: search.axis: unknown axis 'models'"));
   EXPECT_THAT(error_of(write_search_experiment(scratch, "{axis: width}")),
-              HasSubstr("no integer parameter for the width axis"));
+              HasSubstr("no parameter for the width axis"));
   EXPECT_THAT(error_of(write_search_experiment(scratch, "{start: 10, limit: 5}")),
               HasSubstr("limit (5) is below start (10)"));
   EXPECT_THAT(error_of(write_search_experiment(

@@ -218,7 +218,7 @@ TEST(MaxScaleCommand, BadInputIsLocated)
   EXPECT_THAT(axis.output, HasSubstr("--axis: unknown axis 'models'"));
   auto width = run("--workload cnn --axis width" + common);
   EXPECT_EQ(width.exit_code, 2);
-  EXPECT_THAT(width.output, HasSubstr("no integer parameter for the width axis"));
+  EXPECT_THAT(width.output, HasSubstr("no parameter for the width axis"));
   auto tiny = run("--workload cnn --budget 1KiB" + common);
   EXPECT_EQ(tiny.exit_code, 1) << tiny.output;
   EXPECT_THAT(tiny.output, HasSubstr("no batch from 1 on fits"));

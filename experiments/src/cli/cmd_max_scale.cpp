@@ -178,7 +178,7 @@ void add_max_scale_command(CLI::App& app, Context& context)
       ->required();
   command->add_option("--axis", options->axis, "batch, width or depth")->default_val("batch");
   command->add_option("--axis-param", options->axis_param,
-                      "the generator's integer parameter the axis sets (default: batch; depth or layers; width or "
+                      "the generator's parameter the axis sets, integer or a scale (default: batch; depth or layers; width or "
                       "hidden)");
   command->add_option("--planner", options->planner, "planner name (see `memsim planners`)")->required();
   command->add_option("--param", options->params, "planner parameter name=value (repeatable)");

@@ -23,7 +23,7 @@ struct ScaleStudy {
   std::string generator;                                // generator kind (`memsim generators`)
   nlohmann::json generator_params = nlohmann::json::object(); // given values; the axis parameter is overridden
   ScaleAxis axis = ScaleAxis::batch;
-  std::string axis_param;                               // the generator's integer parameter the axis sets
+  std::string axis_param;                               // the generator's parameter the axis sets
   std::string planner;
   nlohmann::json planner_params = nlohmann::json::object();
   Machine machine;
@@ -44,8 +44,8 @@ struct SearchSettings {
 // Throws InputError located at `where` for unknown kinds or parameters and malformed values.
 void parse_workload_spec(const std::string& text, ScaleStudy& study, const std::string& where = "--workload");
 
-// The generator's integer parameter an axis sets: `requested` when given (checked), else batch -> batch,
-// depth -> depth or layers, width -> width or hidden. Throws InputError naming the candidates when there is none.
+// The generator's parameter an axis sets (an integer one, or a number one used as a whole-number scale):
+// `requested` when given (checked), else batch -> batch, depth -> depth or layers, width -> width or hidden. Throws InputError naming the candidates when there is none.
 std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, const std::string& requested);
 
 // The workload at one value of the axis (generated on the machine's first GPU).
