@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -106,10 +107,10 @@ std::filesystem::path default_plot_script()
   return root / "experiments" / "plot" / "plot_results.py";
 }
 
-std::vector<std::filesystem::path> draw_plots(const Experiment& experiment, const std::filesystem::path& out_dir,
+std::vector<std::filesystem::path> draw_plots(const std::vector<std::string>& kinds, const std::filesystem::path& out_dir,
                                               const std::filesystem::path& csv, const RunOptions& options)
 {
-  if (experiment.plots.empty())
+  if (kinds.empty())
     return {};
   std::filesystem::path python = options.python.empty() ? std::filesystem::path(MEMSIM_PYTHON) : options.python;
   std::filesystem::path script = options.plot_script.empty() ? default_plot_script() : options.plot_script;
@@ -122,7 +123,7 @@ std::vector<std::filesystem::path> draw_plots(const Experiment& experiment, cons
                                "--no-plots); {} is complete",
                                script.string(), csv.string()));
   std::string plots;
-  for (const auto& plot : experiment.plots)
+  for (const auto& plot : kinds)
     plots += (plots.empty() ? "" : ",") + plot;
   pid_t pid = spawn_process({python.string(), script.string(), csv.string(), "--out", out_dir.string(), "--plots",
                              plots},
@@ -133,9 +134,88 @@ std::vector<std::filesystem::path> draw_plots(const Experiment& experiment, cons
                                "to skip plots); {} is complete",
                                python.string(), script.string(), describe_status(status), csv.string()));
   std::vector<std::filesystem::path> files;
-  for (const auto& plot : experiment.plots)
+  for (const auto& plot : kinds)
     files.push_back(out_dir / (plot + ".png"));
   return files;
+}
+
+// The workers running now (pid -> cell key). Leaving the sweep by an exception (say the disk filled up) stops and
+// reaps them, so that no worker outlives a runner that no longer waits for it.
+class RunningWorkers {
+public:
+  RunningWorkers() = default;
+  RunningWorkers(const RunningWorkers&) = delete;
+  RunningWorkers& operator=(const RunningWorkers&) = delete;
+  ~RunningWorkers()
+  {
+    for (const auto& [pid, key] : by_pid)
+      ::kill(pid, SIGTERM);
+    for (const auto& [pid, key] : by_pid)
+      wait_for_process(pid);
+  }
+  std::map<pid_t, std::string> by_pid;
+};
+
+// results.csv, the table and the plots, from a result for every cell: the same bytes whether the cells ran here or
+// on the shards of a cluster.
+void write_results(const std::vector<std::string>& plots, const std::vector<Cell>& cells,
+                   const std::vector<std::optional<CellResult>>& results, const std::filesystem::path& out_dir,
+                   const RunOptions& options, std::chrono::steady_clock::time_point started, RunSummary& summary)
+{
+  std::vector<CellResult> complete;
+  for (const auto& result : results)
+    complete.push_back(*result);
+  const bool iterations = has_several_iterations(complete);
+  std::string table_text = csv_header(iterations) + "\n";
+  for (const Cell& cell : cells)
+    table_text += csv_row(cell, complete[cell.index], iterations) + "\n";
+  const std::filesystem::path csv = out_dir / "results.csv";
+  write_text_atomically(csv, table_text);
+  summary.results_csv = csv;
+
+  if (options.table_output != nullptr) {
+    fmt::print(options.table_output, "{}", format_table(cells, complete));
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    fmt::print(options.table_output, "{} cells ({} run, {} cached) in {:.1f} s; results in {}\n", summary.cells,
+               summary.computed, summary.cached, seconds, csv.string());
+    std::fflush(options.table_output);
+  }
+  if (options.plots) {
+    summary.plot_files = draw_plots(plots, out_dir, csv, options);
+    if (options.table_output != nullptr && !summary.plot_files.empty()) {
+      std::string names;
+      for (const auto& file : summary.plot_files)
+        names += (names.empty() ? "" : ", ") + file.string();
+      fmt::print(options.table_output, "plots: {}\n", names);
+    }
+  }
+}
+
+constexpr const char* kManifestName = "sweep.json";
+constexpr const char* kManifestFormat = "memsim-sweep";
+
+// What a shard's folder holds: which experiment (name, and a hash of every cell's key in order), which shard, and
+// every cell, so that `memsim merge` needs nothing but the folders.
+json_io::Json sweep_manifest(const Experiment& experiment, const std::vector<Cell>& cells, Shard shard)
+{
+  std::string keys;
+  json_io::Json cell_documents = json_io::Json::array();
+  for (const Cell& cell : cells) {
+    keys += cell_key(cell) + "\n";
+    cell_documents.push_back(cell_to_json(cell));
+  }
+  std::string plots;
+  for (const auto& plot : experiment.plots)
+    plots += plot + ",";
+  json_io::Json manifest;
+  manifest["format"] = kManifestFormat;
+  manifest["version"] = 1;
+  manifest["experiment"] = experiment.name;
+  manifest["fingerprint"] = stable_hash(experiment.name + "\n" + plots + "\n" + keys);
+  manifest["shard"] = {{"index", shard.index}, {"count", shard.count}};
+  manifest["plots"] = experiment.plots;
+  manifest["cells"] = std::move(cell_documents);
+  return manifest;
 }
 
 std::string pad(const std::string& text, std::size_t width, bool right)
@@ -214,24 +294,43 @@ std::string format_table(const std::vector<Cell>& cells, const std::vector<CellR
   return text;
 }
 
+Shard parse_shard(const std::string& text)
+{
+  unsigned index = 0;
+  unsigned count = 0;
+  char slash = 0;
+  char rest = 0;
+  if (std::sscanf(text.c_str(), "%u%c%u%c", &index, &slash, &count, &rest) != 3 || slash != '/' ||
+      text.find_first_not_of("0123456789/") != std::string::npos)
+    throw InputError("--shard", fmt::format("'{}' is not I/N (for example 2/3: the second of three shards)", text));
+  if (count == 0 || index == 0 || index > count)
+    throw InputError("--shard", fmt::format("'{}': I must be between 1 and N, and N at least 1", text));
+  return Shard{index, count};
+}
+
 RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& out_dir, const RunOptions& options)
 {
   const auto started = std::chrono::steady_clock::now();
   const std::filesystem::path cells_dir = out_dir / "cells";
-  std::filesystem::create_directories(cells_dir);
+  create_output_folder(cells_dir);
+  remove_stale_temporaries(cells_dir);
+  remove_stale_temporaries(out_dir);
   materialize_workloads(experiment, out_dir);
   const std::vector<Cell> cells = expand_cells(experiment);
+  write_text_atomically(out_dir / kManifestName, sweep_manifest(experiment, cells, options.shard).dump(2) + "\n");
 
   RunSummary summary;
-  summary.cells = cells.size();
   const std::filesystem::path csv = out_dir / "results.csv";
   std::filesystem::remove(csv); // a stale table must not pass for this run's
 
-  // Identical cells (same key) run once.
+  // Identical cells (same key) run once. A shard takes the cells whose index is I-1 modulo N.
   std::vector<std::optional<CellResult>> results(cells.size());
   std::map<std::string, std::vector<std::size_t>> cells_by_key;
   std::vector<std::string> pending_keys;
   for (const Cell& cell : cells) {
+    if (!options.shard.owns(cell.index))
+      continue;
+    ++summary.cells;
     std::string key = cell_key(cell);
     auto& same = cells_by_key[key];
     same.push_back(cell.index);
@@ -262,11 +361,11 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
   std::size_t done = summary.cached;
 
   InterruptGuard guard;
-  std::map<pid_t, std::string> running; // pid -> key
+  RunningWorkers running;
   std::map<std::size_t, std::string> failures; // by cell index: reported in the sweep's order, not finish order
   std::size_t next = 0;
-  while ((next < pending_keys.size() && interrupt_signal == 0) || !running.empty()) {
-    while (running.size() < jobs && next < pending_keys.size() && interrupt_signal == 0) {
+  while ((next < pending_keys.size() && interrupt_signal == 0) || !running.by_pid.empty()) {
+    while (running.by_pid.size() < jobs && next < pending_keys.size() && interrupt_signal == 0) {
       const std::string& key = pending_keys[next++];
       const Cell& cell = cells[cells_by_key[key].front()];
       const std::filesystem::path cell_file = cells_dir / (key + ".cell.json");
@@ -274,28 +373,30 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
       pid_t pid = spawn_process({worker.string(), "worker", "--cell", cell_file.string(), "--out",
                                  (cells_dir / (key + ".json")).string()},
                                 cells_dir / (key + ".log"));
-      running[pid] = key;
-      progress.show(done, cells.size(), describe_cell(cell));
+      running.by_pid[pid] = key;
+      progress.show(done, summary.cells, describe_cell(cell));
     }
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, 0);
     if (pid < 0) {
       if (errno == EINTR) {
         if (interrupt_signal != 0) // workers got the terminal's SIGINT too; make sure they stop
-          for (const auto& [child, key] : running)
+          for (const auto& [child, key] : running.by_pid)
             ::kill(child, SIGTERM);
         continue;
       }
       throw RunError(fmt::format("waiting for workers failed: {}", std::strerror(errno)));
     }
-    auto found = running.find(pid);
-    if (found == running.end())
+    auto found = running.by_pid.find(pid);
+    if (found == running.by_pid.end())
       continue; // not one of ours
     const std::string key = found->second;
-    running.erase(found);
+    running.by_pid.erase(found);
     const std::vector<std::size_t>& indices = cells_by_key[key];
     const Cell& cell = cells[indices.front()];
     const std::filesystem::path log = cells_dir / (key + ".log");
+    // Only a worker that exited normally has finished its cell: one killed by a signal may have been killed after
+    // its result landed, but its cell is reported, not taken (a rerun reads the result if it is whole).
     std::optional<CellResult> result;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
       result = read_cached(cells_dir / (key + ".json"), cell);
@@ -312,7 +413,7 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
                                                                                             : "",
                                              log_tail(log), log.string()));
     }
-    progress.show(done, cells.size(), describe_cell(cell));
+    progress.show(done, summary.cells, describe_cell(cell));
   }
   progress.clear();
   for (auto& [index, message] : failures)
@@ -324,33 +425,108 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
   }
   if (!summary.failures.empty())
     return summary;
-
-  std::vector<CellResult> complete;
-  for (const auto& result : results)
-    complete.push_back(*result);
-  const bool iterations = has_several_iterations(complete);
-  std::string table_text = csv_header(iterations) + "\n";
-  for (const Cell& cell : cells)
-    table_text += csv_row(cell, complete[cell.index], iterations) + "\n";
-  write_text_atomically(csv, table_text);
-  summary.results_csv = csv;
-
-  if (options.table_output != nullptr) {
-    fmt::print(options.table_output, "{}", format_table(cells, complete));
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    fmt::print(options.table_output, "{} cells ({} run, {} cached) in {:.1f} s; results in {}\n", summary.cells,
-               summary.computed, summary.cached, seconds, csv.string());
-    std::fflush(options.table_output);
+  if (options.shard.count > 1) { // the other shards' cells are elsewhere: `memsim merge` writes the results
+    if (options.table_output != nullptr) {
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      fmt::print(options.table_output,
+                 "shard {}/{}: {} of {} cells ({} run, {} cached) in {:.1f} s; in {}; merge the {} shard folders "
+                 "with memsim merge\n",
+                 options.shard.index, options.shard.count, summary.cells, cells.size(), summary.computed,
+                 summary.cached, seconds, out_dir.string(), options.shard.count);
+      std::fflush(options.table_output);
+    }
+    return summary;
   }
-  if (options.plots) {
-    summary.plot_files = draw_plots(experiment, out_dir, csv, options);
-    if (options.table_output != nullptr && !summary.plot_files.empty()) {
-      std::string names;
-      for (const auto& file : summary.plot_files)
-        names += (names.empty() ? "" : ", ") + file.string();
-      fmt::print(options.table_output, "plots: {}\n", names);
+  write_results(experiment.plots, cells, results, out_dir, options, started, summary);
+  return summary;
+}
+
+RunSummary merge_shards(const std::filesystem::path& out_dir, const std::vector<std::filesystem::path>& shard_dirs,
+                        const RunOptions& options)
+{
+  const auto started = std::chrono::steady_clock::now();
+  if (shard_dirs.empty())
+    throw InputError("merge", "no shard folders given");
+  struct ShardFolder {
+    std::filesystem::path dir;
+    Shard shard;
+  };
+  std::vector<ShardFolder> folders;
+  json_io::Json reference;
+  for (const auto& dir : shard_dirs) {
+    const std::filesystem::path file = dir / kManifestName;
+    if (!std::filesystem::is_regular_file(file))
+      throw InputError(dir.string(), fmt::format("not the output folder of a memsim run (no {}): run `memsim run "
+                                                 "EXP --shard I/N --out {}` first",
+                                                 kManifestName, dir.string()));
+    json_io::Json manifest = json_io::read_file(file);
+    json_io::Node root(manifest, file.string());
+    root.expect_format(kManifestFormat, 1);
+    const Shard shard{static_cast<unsigned>(root.at("shard").at("index").as_uint()),
+                      static_cast<unsigned>(root.at("shard").at("count").as_uint())};
+    if (reference.is_null()) {
+      reference = std::move(manifest);
+    } else if (manifest.at("fingerprint") != reference.at("fingerprint")) {
+      throw InputError(file.string(),
+                       fmt::format("a shard of experiment '{}' (fingerprint {}), not of experiment '{}' (fingerprint "
+                                   "{}) like {}: only shards of the same experiment file can be merged",
+                                   manifest.at("experiment").get<std::string>(),
+                                   manifest.at("fingerprint").get<std::string>(),
+                                   reference.at("experiment").get<std::string>(),
+                                   reference.at("fingerprint").get<std::string>(), folders.front().dir.string()));
+    }
+    for (const auto& other : folders)
+      if (other.shard.index == shard.index && other.shard.count == shard.count)
+        throw InputError(dir.string(), fmt::format("shard {}/{} is given twice (also {})", shard.index, shard.count,
+                                                   other.dir.string()));
+    folders.push_back({dir, shard});
+  }
+
+  std::vector<Cell> cells;
+  for (const auto& document : reference.at("cells"))
+    cells.push_back(cell_from_json(document, (folders.front().dir / kManifestName).string()));
+  // A cell's result comes from the folder of the shard that owns it, else from any folder that has it.
+  std::vector<std::optional<CellResult>> results(cells.size());
+  std::vector<std::string> missing;
+  for (const Cell& cell : cells) {
+    const std::string file = cell_key(cell) + ".json";
+    std::vector<const ShardFolder*> order;
+    for (const auto& folder : folders)
+      if (folder.shard.owns(cell.index))
+        order.insert(order.begin(), &folder);
+      else
+        order.push_back(&folder);
+    for (const ShardFolder* folder : order) {
+      results[cell.index] = read_cached(folder->dir / "cells" / file, cell);
+      if (results[cell.index])
+        break;
+    }
+    if (!results[cell.index]) {
+      const unsigned count = folders.front().shard.count;
+      const Shard owner{static_cast<unsigned>(cell.index % count) + 1, count};
+      missing.push_back(fmt::format("cell {} ({}) of shard {}/{}", cell.index + 1, describe_cell(cell), owner.index,
+                                    owner.count));
     }
   }
+  if (!missing.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < missing.size() && i < 10; ++i)
+      list += "\n  " + missing[i];
+    if (missing.size() > 10)
+      list += fmt::format("\n  ... and {} more", missing.size() - 10);
+    throw InputError("merge", fmt::format("{} of {} cells of experiment '{}' have no result in the folders given:{}\n"
+                                          "run (or rerun: it resumes) `memsim run EXP --shard I/N` for those shards "
+                                          "and merge again",
+                                          missing.size(), cells.size(),
+                                          reference.at("experiment").get<std::string>(), list));
+  }
+  create_output_folder(out_dir);
+  std::filesystem::remove(out_dir / "results.csv");
+  RunSummary summary;
+  summary.cells = cells.size();
+  summary.cached = cells.size();
+  write_results(reference.at("plots").get<std::vector<std::string>>(), cells, results, out_dir, options, started,
+                summary);
   return summary;
 }
 

@@ -22,6 +22,7 @@ int main(int argc, char** argv)
   memsim::cli::add_list_commands(app, context);
   memsim::cli::add_gen_command(app, context);
   memsim::cli::add_run_command(app, context);
+  memsim::cli::add_merge_command(app, context);
   memsim::cli::add_worker_command(app, context);
   memsim::cli::add_trace_command(app, context);
   memsim::cli::add_import_command(app, context);
