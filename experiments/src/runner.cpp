@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <thread>
@@ -216,6 +217,55 @@ json_io::Json sweep_manifest(const Experiment& experiment, const std::vector<Cel
   manifest["plots"] = experiment.plots;
   manifest["cells"] = std::move(cell_documents);
   return manifest;
+}
+
+// A folder given to `memsim merge`, from its sweep.json; the plots and cells are read from the first one only
+// (the others must have the same fingerprint).
+struct ShardFolder {
+  std::filesystem::path dir;
+  std::string experiment;
+  std::string fingerprint;
+  Shard shard;
+  std::vector<std::string> plots;
+  std::vector<Cell> cells;
+};
+
+ShardFolder read_shard_folder(const std::filesystem::path& dir, bool with_cells)
+{
+  const std::filesystem::path file = dir / kManifestName;
+  if (!std::filesystem::is_regular_file(file))
+    throw InputError(dir.string(), fmt::format("not the output folder of a memsim run (no {}): run `memsim run EXP "
+                                               "--shard I/N --out {}` first",
+                                               kManifestName, dir.string()));
+  const json_io::Json manifest = json_io::read_file(file);
+  json_io::Node root(manifest, file.string());
+  root.expect_format(kManifestFormat, 1);
+  root.only_keys({"format", "version", "experiment", "fingerprint", "shard", "plots", "cells"});
+  ShardFolder folder;
+  folder.dir = dir;
+  folder.experiment = root.at("experiment").as_string();
+  folder.fingerprint = root.at("fingerprint").as_string();
+  const json_io::Node shard = root.at("shard");
+  shard.only_keys({"index", "count"});
+  const std::uint64_t count = shard.at("count").as_uint();
+  const std::uint64_t index = shard.at("index").as_uint();
+  if (count == 0 || count > std::numeric_limits<unsigned>::max())
+    shard.at("count").fail("must be between 1 and 2^32-1");
+  if (index == 0 || index > count)
+    shard.at("index").fail("must be between 1 and the count");
+  folder.shard = Shard{static_cast<unsigned>(index), static_cast<unsigned>(count)};
+  if (!with_cells)
+    return folder;
+  const json_io::Node plots = root.at("plots");
+  for (std::size_t i = 0; i < plots.size(); ++i)
+    folder.plots.push_back(plots.item(i).as_string());
+  const json_io::Node cells = root.at("cells");
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    folder.cells.push_back(cell_from_json(cells.item(i).value(), file.string()));
+    if (folder.cells.back().index != i)
+      cells.item(i).at("index").fail(fmt::format("must be {} (cells are listed in order)", i));
+  }
+  return folder;
 }
 
 std::string pad(const std::string& text, std::size_t width, bool right)
@@ -447,44 +497,25 @@ RunSummary merge_shards(const std::filesystem::path& out_dir, const std::vector<
   const auto started = std::chrono::steady_clock::now();
   if (shard_dirs.empty())
     throw InputError("merge", "no shard folders given");
-  struct ShardFolder {
-    std::filesystem::path dir;
-    Shard shard;
-  };
   std::vector<ShardFolder> folders;
-  json_io::Json reference;
   for (const auto& dir : shard_dirs) {
-    const std::filesystem::path file = dir / kManifestName;
-    if (!std::filesystem::is_regular_file(file))
-      throw InputError(dir.string(), fmt::format("not the output folder of a memsim run (no {}): run `memsim run "
-                                                 "EXP --shard I/N --out {}` first",
-                                                 kManifestName, dir.string()));
-    json_io::Json manifest = json_io::read_file(file);
-    json_io::Node root(manifest, file.string());
-    root.expect_format(kManifestFormat, 1);
-    const Shard shard{static_cast<unsigned>(root.at("shard").at("index").as_uint()),
-                      static_cast<unsigned>(root.at("shard").at("count").as_uint())};
-    if (reference.is_null()) {
-      reference = std::move(manifest);
-    } else if (manifest.at("fingerprint") != reference.at("fingerprint")) {
-      throw InputError(file.string(),
+    ShardFolder folder = read_shard_folder(dir, folders.empty());
+    const ShardFolder* first = folders.empty() ? nullptr : &folders.front();
+    if (first != nullptr && folder.fingerprint != first->fingerprint)
+      throw InputError((dir / kManifestName).string(),
                        fmt::format("a shard of experiment '{}' (fingerprint {}), not of experiment '{}' (fingerprint "
                                    "{}) like {}: only shards of the same experiment file can be merged",
-                                   manifest.at("experiment").get<std::string>(),
-                                   manifest.at("fingerprint").get<std::string>(),
-                                   reference.at("experiment").get<std::string>(),
-                                   reference.at("fingerprint").get<std::string>(), folders.front().dir.string()));
-    }
+                                   folder.experiment, folder.fingerprint, first->experiment, first->fingerprint,
+                                   first->dir.string()));
     for (const auto& other : folders)
-      if (other.shard.index == shard.index && other.shard.count == shard.count)
-        throw InputError(dir.string(), fmt::format("shard {}/{} is given twice (also {})", shard.index, shard.count,
-                                                   other.dir.string()));
-    folders.push_back({dir, shard});
+      if (other.shard.index == folder.shard.index && other.shard.count == folder.shard.count)
+        throw InputError(dir.string(), fmt::format("shard {}/{} is given twice (also {})", folder.shard.index,
+                                                   folder.shard.count, other.dir.string()));
+    folders.push_back(std::move(folder));
   }
+  const std::vector<Cell>& cells = folders.front().cells;
+  const std::string& experiment_name = folders.front().experiment;
 
-  std::vector<Cell> cells;
-  for (const auto& document : reference.at("cells"))
-    cells.push_back(cell_from_json(document, (folders.front().dir / kManifestName).string()));
   // A cell's result comes from the folder of the shard that owns it, else from any folder that has it.
   std::vector<std::optional<CellResult>> results(cells.size());
   std::vector<std::string> missing;
@@ -517,16 +548,14 @@ RunSummary merge_shards(const std::filesystem::path& out_dir, const std::vector<
     throw InputError("merge", fmt::format("{} of {} cells of experiment '{}' have no result in the folders given:{}\n"
                                           "run (or rerun: it resumes) `memsim run EXP --shard I/N` for those shards "
                                           "and merge again",
-                                          missing.size(), cells.size(),
-                                          reference.at("experiment").get<std::string>(), list));
+                                          missing.size(), cells.size(), experiment_name, list));
   }
   create_output_folder(out_dir);
   std::filesystem::remove(out_dir / "results.csv");
   RunSummary summary;
   summary.cells = cells.size();
   summary.cached = cells.size();
-  write_results(reference.at("plots").get<std::vector<std::string>>(), cells, results, out_dir, options, started,
-                summary);
+  write_results(folders.front().plots, cells, results, out_dir, options, started, summary);
   return summary;
 }
 
