@@ -108,8 +108,9 @@ std::filesystem::path default_plot_script()
   return root / "experiments" / "plot" / "plot_results.py";
 }
 
-std::vector<std::filesystem::path> draw_plots(const std::vector<std::string>& kinds, const std::filesystem::path& out_dir,
-                                              const std::filesystem::path& csv, const RunOptions& options)
+std::vector<std::filesystem::path> draw_plots(const std::vector<std::string>& kinds,
+                                              const std::filesystem::path& out_dir, const std::filesystem::path& csv,
+                                              const RunOptions& options)
 {
   if (kinds.empty())
     return {};
@@ -217,6 +218,14 @@ json_io::Json sweep_manifest(const Experiment& experiment, const std::vector<Cel
   manifest["plots"] = experiment.plots;
   manifest["cells"] = std::move(cell_documents);
   return manifest;
+}
+
+// A worker that found the disk full could not even write why into its log: say it for it.
+std::string full_disk_note(const std::filesystem::path& folder)
+{
+  std::error_code error;
+  const std::filesystem::space_info space = std::filesystem::space(folder, error);
+  return !error && space.available == 0 ? fmt::format("\n  the file system of {} is full", folder.string()) : "";
 }
 
 // A folder given to `memsim merge`, from its sweep.json; the plots and cells are read from the first one only
@@ -457,11 +466,11 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
       done += indices.size();
       std::filesystem::remove(log);
     } else if (interrupt_signal == 0) {
-      failures.emplace(cell.index, fmt::format("cell {} ({}) failed: worker ended with {}{}:\n    {}\n  log: {}",
+      failures.emplace(cell.index, fmt::format("cell {} ({}) failed: worker ended with {}{}:\n    {}\n  log: {}{}",
                                              cell.index + 1, describe_cell(cell), describe_status(status),
                                              WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " without a result"
                                                                                             : "",
-                                             log_tail(log), log.string()));
+                                             log_tail(log), log.string(), full_disk_note(cells_dir)));
     }
     progress.show(done, summary.cells, describe_cell(cell));
   }

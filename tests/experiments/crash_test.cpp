@@ -193,13 +193,14 @@ TEST(CrashTest, FilesTooLargeForTheOutputAreAClearError)
   EXPECT_FALSE(std::filesystem::exists(out / "results.csv"));
 }
 
-// Mounts a 4 KiB tmpfs on `folder` in a private mount namespace (as root, or as the root of a new user namespace)
-// and runs `command` there; nullopt when this machine allows neither.
+// Mounts a tmpfs of `size` (4 KiB: one page) on `folder` in a private mount namespace (as root, or as the root of a
+// new user namespace) and runs `command` there; nullopt when this machine allows neither.
 std::optional<testing::CommandResult> run_on_tiny_tmpfs(const std::filesystem::path& folder,
-                                                        const std::string& command)
+                                                        const std::string& command, const std::string& size = "4k")
 {
   for (const char* unshare : {"unshare --mount", "unshare --user --map-root-user --mount"}) {
-    const std::string script = "mount -t tmpfs -o size=4k memsim-full " + folder.string() + " || exit 99; " + command;
+    const std::string script =
+        "mount -t tmpfs -o size=" + size + " memsim-full " + folder.string() + " || exit 99; " + command;
     const auto result = run_command(std::string(unshare) + " sh -c '" + script + "'");
     if (result.exit_code != 99 && result.output.find("unshare:") == std::string::npos)
       return result;
@@ -221,6 +222,25 @@ TEST(CrashTest, FullDiskIsAClearError)
   EXPECT_EQ(result->exit_code, 2) << result->output;
   EXPECT_THAT(result->output, MatchesRegex("memsim: " + (full / "out" / "sweep\\.json\\.tmp\\.").string() +
                                            "[0-9]+: cannot write: No space left on device\n"));
+}
+
+TEST(CrashTest, WorkerThatFindsTheDiskFullIsReported)
+{
+  // Two pages of tmpfs: sweep.json and the cell's input fit, the worker's result (and its log) do not.
+  ScratchDir scratch;
+  const std::filesystem::path experiment = scratch / "one.yaml";
+  write_file(experiment, "format: memsim-experiment\nversion: 1\nname: one\nmachine: " +
+                             (data_dir() / "small.machine.yaml").string() + "\nworkloads:\n  - {name: chain4, trace: " +
+                             (data_dir() / "chain4.trace.json").string() + "}\nplanners: [keep-all]\n");
+  const std::filesystem::path full = scratch / "full";
+  std::filesystem::create_directories(full);
+  const auto result = run_on_tiny_tmpfs(full, kMemsim.string() + " run " + experiment.string() +
+                                                  " --no-plots --out " + (full / "out").string(), "8k");
+  if (!result)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root or unprivileged user namespaces, and unshare)";
+  EXPECT_EQ(result->exit_code, 3) << result->output;
+  EXPECT_THAT(result->output, HasSubstr("cell 1 (chain4 keep-all 1.00GiB) failed: worker ended with exit code 2"));
+  EXPECT_THAT(result->output, HasSubstr("the file system of " + (full / "out" / "cells").string() + " is full"));
 }
 
 } // namespace
