@@ -22,7 +22,8 @@ done
 
 work=$(mktemp -d /tmp/memsim-slurm-test.XXXXXX)
 chmod 711 "$work"
-daemons=()
+daemons=()      # pids, stopped by teardown
+daemon_names=() # for messages
 failed=0
 
 show_logs() {
@@ -34,8 +35,8 @@ show_logs() {
 }
 
 teardown() {
-  if [[ -n ${SLURM_CONF:-} ]]; then
-    scancel --quiet --user "$(id -un)" 2>/dev/null
+  if [[ -n ${SLURM_CONF:-} ]]; then # jobs of this cluster only
+    timeout 10 scancel --quiet --user "$(id -un)" 2>/dev/null
   fi
   for pid in "${daemons[@]}"; do
     kill "$pid" 2>/dev/null
@@ -54,6 +55,7 @@ teardown() {
   rm -rf "$work"
 }
 trap teardown EXIT
+trap 'fail "interrupted"' INT TERM
 
 fail() {
   echo "FAILED: $*"
@@ -75,6 +77,7 @@ munged --foreground --force --socket="$work/munge/munge.socket" --key-file="$wor
   --log-file="$work/log/munged.log" --pid-file="$work/munge/munged.pid" --seed-file="$work/munge/munged.seed" \
   >"$work/log/munged.out" 2>&1 &
 daemons+=($!)
+daemon_names+=(munged)
 for _ in $(seq 50); do
   [[ -S $work/munge/munge.socket ]] && break
   sleep 0.1
@@ -110,6 +113,9 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
 ReturnToService=2
+MessageTimeout=5
+MailProg=/bin/true
+SlurmdParameters=config_overrides
 NodeName=memsim-node NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
 PartitionName=memsim Nodes=memsim-node Default=YES MaxTime=INFINITE State=UP
 CONF
@@ -117,14 +123,20 @@ export SLURM_CONF=$work/slurm.conf
 
 slurmctld -D -i >"$work/log/slurmctld.out" 2>&1 &
 daemons+=($!)
+daemon_names+=(slurmctld)
 slurmd -D -N memsim-node >"$work/log/slurmd.out" 2>&1 &
 daemons+=($!)
-for _ in $(seq 300); do
-  state=$(sinfo --noheader --nodes=memsim-node --format=%t 2>/dev/null)
-  [[ $state == idle ]] && break
-  sleep 0.1
+daemon_names+=(slurmd)
+deadline=$((SECONDS + 30))
+state=""
+while [[ $state != idle ]]; do
+  for i in "${!daemons[@]}"; do
+    kill -0 "${daemons[$i]}" 2>/dev/null || fail "${daemon_names[$i]} exited while the cluster started"
+  done
+  [[ $SECONDS -lt $deadline ]] || fail "the Slurm node did not become idle within 30 s (state: '${state:-none}')"
+  sleep 0.2
+  state=$(timeout 5 sinfo --noheader --nodes=memsim-node --format=%t 2>/dev/null)
 done
-[[ $state == idle ]] || fail "the Slurm node did not become idle within 30 s (state: '${state:-none}')"
 
 # A real small experiment: 3 planners x 3 budgets of the 4-layer chain = 9 cells, 3 per shard.
 plots=""
@@ -148,9 +160,9 @@ YAML
 
 cd "$work/sweep" || fail "no sweep folder"
 started=$SECONDS
-MEMSIM=$memsim sbatch --wait --array=1-3 --output="$work/log/task-%a.out" \
+MEMSIM=$memsim timeout 90 sbatch --wait --array=1-3 --output="$work/log/task-%a.out" \
   "$source_dir/experiments/slurm/memsim-sweep.sbatch" "$work/sweep/chain.yaml" "$work/sweep/shards" ||
-  fail "sbatch --wait reported a failed array task"
+  fail "sbatch --wait reported a failed array task, or the array did not finish within 90 s"
 echo "3-task array done in $((SECONDS - started)) s"
 for shard in 1 2 3; do
   count=$(find "$work/sweep/shards/shard-$shard/cells" -name '*.json' ! -name '*.cell.json' | wc -l)
