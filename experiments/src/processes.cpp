@@ -8,10 +8,12 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -88,9 +90,17 @@ void write_text_atomically(const std::filesystem::path& path, const std::string&
 void remove_stale_temporaries(const std::filesystem::path& folder)
 {
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(folder, error))
-    if (entry.path().filename().string().find(".tmp.") != std::string::npos)
-      std::filesystem::remove(entry.path(), error);
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    const std::size_t marker = name.rfind(".tmp.");
+    if (marker == std::string::npos)
+      continue;
+    // A process that still lives (a worker left by a killed runner) may still rename its temporary into place.
+    const pid_t writer = static_cast<pid_t>(std::strtol(name.c_str() + marker + 5, nullptr, 10));
+    if (writer > 0 && (::kill(writer, 0) == 0 || errno == EPERM))
+      continue;
+    std::filesystem::remove(entry.path(), error);
+  }
 }
 
 void create_output_folder(const std::filesystem::path& folder)

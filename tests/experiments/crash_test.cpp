@@ -115,6 +115,9 @@ TEST(CrashTest, RunnerKilledMidSweepResumesToByteIdenticalResults)
   EXPECT_LT(cached_at_kill, 24u);
   EXPECT_FALSE(std::filesystem::exists(out / "results.csv"));
 
+  // What a writer killed in the middle of a write leaves (no process has this pid): the rerun removes it.
+  write_file(out / "cells" / "0123456789abcdef.json.tmp.999999999", "{\"cell\": {\"cell_for");
+
   // The rerun may meet the orphaned worker still writing its cell: both write whole files under the same name.
   const auto rerun = run_command(kMemsim.string() + " run " + experiment.string() + " --no-plots --out " +
                                  out.string());
