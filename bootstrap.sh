@@ -10,7 +10,8 @@ cd "$(dirname "$0")"
 packages=(cmake ninja-build g++ pkg-config
           libsimgrid-dev libboost-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
           zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-          python3-matplotlib python3-numpy python3-torch)
+          python3-matplotlib python3-numpy python3-torch
+          slurm-wlm munge)  # the slurm test starts its own single-node cluster
 
 missing=()
 for package in "${packages[@]}"; do
@@ -51,7 +52,7 @@ case "$mode" in
     ctest --preset release -j "$jobs"
     if [ "${MEMSIM_SKIP_SANITIZERS:-0}" != 1 ]; then
       build debug
-      ctest --preset debug -j "$jobs" -LE slow
+      ctest --preset debug -j "$jobs" -LE 'slow|slurm'  # the Slurm cluster test runs once, in the release pass
     fi
     ;;
   *)

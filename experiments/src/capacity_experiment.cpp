@@ -331,10 +331,7 @@ CapacitySummary run_capacity_experiment(const Experiment& experiment, const std:
 {
   const SearchSettings& settings = experiment.search.value();
   const std::filesystem::path cache_dir = out_dir / "searches";
-  std::error_code error;
-  std::filesystem::create_directories(cache_dir, error);
-  if (error)
-    throw InputError(cache_dir.string(), fmt::format("cannot create the output folder: {}", error.message()));
+  create_output_folder(cache_dir);
   const unsigned jobs = options.jobs ? options.jobs
                                      : (experiment.jobs ? experiment.jobs
                                                         : std::max(1u, std::thread::hardware_concurrency()));

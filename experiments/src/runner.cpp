@@ -1,6 +1,7 @@
 #include "memsim/experiments/runner.hpp"
 
 #include "memsim/experiments/processes.hpp"
+#include "sweep_output.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/json_io.hpp"
@@ -56,22 +57,6 @@ private:
 };
 
 
-// A cached result counts only when it was computed for exactly this cell (same key content).
-std::optional<CellResult> read_cached(const std::filesystem::path& file, const Cell& cell)
-{
-  if (!std::filesystem::is_regular_file(file))
-    return std::nullopt;
-  try {
-    json_io::Json document = json_io::read_file(file);
-    Cell stored = cell_from_json(document.at("cell"), file.string());
-    if (cell_key(stored) != cell_key(cell))
-      return std::nullopt;
-    return cell_result_from_json(document, file.string());
-  } catch (const std::exception&) {
-    return std::nullopt; // unreadable (e.g. an older format): recompute
-  }
-}
-
 class ProgressLine {
 public:
   explicit ProgressLine(bool enabled) : enabled_(enabled) {}
@@ -106,10 +91,11 @@ std::filesystem::path default_plot_script()
   return root / "experiments" / "plot" / "plot_results.py";
 }
 
-std::vector<std::filesystem::path> draw_plots(const Experiment& experiment, const std::filesystem::path& out_dir,
-                                              const std::filesystem::path& csv, const RunOptions& options)
+std::vector<std::filesystem::path> draw_plots(const std::vector<std::string>& kinds,
+                                              const std::filesystem::path& out_dir, const std::filesystem::path& csv,
+                                              const RunOptions& options)
 {
-  if (experiment.plots.empty())
+  if (kinds.empty())
     return {};
   std::filesystem::path python = options.python.empty() ? std::filesystem::path(MEMSIM_PYTHON) : options.python;
   std::filesystem::path script = options.plot_script.empty() ? default_plot_script() : options.plot_script;
@@ -122,7 +108,7 @@ std::vector<std::filesystem::path> draw_plots(const Experiment& experiment, cons
                                "--no-plots); {} is complete",
                                script.string(), csv.string()));
   std::string plots;
-  for (const auto& plot : experiment.plots)
+  for (const auto& plot : kinds)
     plots += (plots.empty() ? "" : ",") + plot;
   pid_t pid = spawn_process({python.string(), script.string(), csv.string(), "--out", out_dir.string(), "--plots",
                              plots},
@@ -133,9 +119,34 @@ std::vector<std::filesystem::path> draw_plots(const Experiment& experiment, cons
                                "to skip plots); {} is complete",
                                python.string(), script.string(), describe_status(status), csv.string()));
   std::vector<std::filesystem::path> files;
-  for (const auto& plot : experiment.plots)
+  for (const auto& plot : kinds)
     files.push_back(out_dir / (plot + ".png"));
   return files;
+}
+
+// The workers running now (pid -> cell key). Leaving the sweep by an exception (say the disk filled up) stops and
+// reaps them, so that no worker outlives a runner that no longer waits for it.
+class RunningWorkers {
+public:
+  RunningWorkers() = default;
+  RunningWorkers(const RunningWorkers&) = delete;
+  RunningWorkers& operator=(const RunningWorkers&) = delete;
+  ~RunningWorkers()
+  {
+    for (const auto& [pid, key] : by_pid)
+      ::kill(pid, SIGTERM);
+    for (const auto& [pid, key] : by_pid)
+      wait_for_process(pid);
+  }
+  std::map<pid_t, std::string> by_pid;
+};
+
+// A worker that found the disk full could not even write why into its log: say it for it.
+std::string full_disk_note(const std::filesystem::path& folder)
+{
+  std::error_code error;
+  const std::filesystem::space_info space = std::filesystem::space(folder, error);
+  return !error && space.available == 0 ? fmt::format("\n  the file system of {} is full", folder.string()) : "";
 }
 
 std::string pad(const std::string& text, std::size_t width, bool right)
@@ -147,6 +158,56 @@ std::string pad(const std::string& text, std::size_t width, bool right)
 }
 
 } // namespace
+
+std::optional<CellResult> read_cached(const std::filesystem::path& file, const Cell& cell)
+{
+  if (!std::filesystem::is_regular_file(file))
+    return std::nullopt;
+  try {
+    json_io::Json document = json_io::read_file(file);
+    Cell stored = cell_from_json(document.at("cell"), file.string());
+    if (cell_key(stored) != cell_key(cell))
+      return std::nullopt;
+    return cell_result_from_json(document, file.string());
+  } catch (const std::exception&) {
+    return std::nullopt; // unreadable (e.g. an older format): recompute
+  }
+}
+
+// results.csv, the table and the plots, from a result for every cell: the same bytes whether the cells ran here or
+// on the shards of a cluster.
+void write_results(const std::vector<std::string>& plots, const std::vector<Cell>& cells,
+                   const std::vector<std::optional<CellResult>>& results, const std::filesystem::path& out_dir,
+                   const RunOptions& options, std::chrono::steady_clock::time_point started, RunSummary& summary)
+{
+  std::vector<CellResult> complete;
+  for (const auto& result : results)
+    complete.push_back(*result);
+  const bool iterations = has_several_iterations(complete);
+  std::string table_text = csv_header(iterations) + "\n";
+  for (const Cell& cell : cells)
+    table_text += csv_row(cell, complete[cell.index], iterations) + "\n";
+  const std::filesystem::path csv = out_dir / "results.csv";
+  write_text_atomically(csv, table_text);
+  summary.results_csv = csv;
+
+  if (options.table_output != nullptr) {
+    fmt::print(options.table_output, "{}", format_table(cells, complete));
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    fmt::print(options.table_output, "{} cells ({} run, {} cached) in {:.1f} s; results in {}\n", summary.cells,
+               summary.computed, summary.cached, seconds, csv.string());
+    std::fflush(options.table_output);
+  }
+  if (options.plots) {
+    summary.plot_files = draw_plots(plots, out_dir, csv, options);
+    if (options.table_output != nullptr && !summary.plot_files.empty()) {
+      std::string names;
+      for (const auto& file : summary.plot_files)
+        names += (names.empty() ? "" : ", ") + file.string();
+      fmt::print(options.table_output, "plots: {}\n", names);
+    }
+  }
+}
 
 std::string format_table(const std::vector<Cell>& cells, const std::vector<CellResult>& results)
 {
@@ -218,20 +279,25 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
 {
   const auto started = std::chrono::steady_clock::now();
   const std::filesystem::path cells_dir = out_dir / "cells";
-  std::filesystem::create_directories(cells_dir);
+  create_output_folder(cells_dir);
+  remove_stale_temporaries(cells_dir);
+  remove_stale_temporaries(out_dir);
   materialize_workloads(experiment, out_dir);
   const std::vector<Cell> cells = expand_cells(experiment);
+  write_text_atomically(out_dir / kManifestName, sweep_manifest(experiment, cells, options.shard).dump(2) + "\n");
 
   RunSummary summary;
-  summary.cells = cells.size();
   const std::filesystem::path csv = out_dir / "results.csv";
   std::filesystem::remove(csv); // a stale table must not pass for this run's
 
-  // Identical cells (same key) run once.
+  // Identical cells (same key) run once. A shard takes the cells whose index is I-1 modulo N.
   std::vector<std::optional<CellResult>> results(cells.size());
   std::map<std::string, std::vector<std::size_t>> cells_by_key;
   std::vector<std::string> pending_keys;
   for (const Cell& cell : cells) {
+    if (!options.shard.owns(cell.index))
+      continue;
+    ++summary.cells;
     std::string key = cell_key(cell);
     auto& same = cells_by_key[key];
     same.push_back(cell.index);
@@ -262,11 +328,11 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
   std::size_t done = summary.cached;
 
   InterruptGuard guard;
-  std::map<pid_t, std::string> running; // pid -> key
+  RunningWorkers running;
   std::map<std::size_t, std::string> failures; // by cell index: reported in the sweep's order, not finish order
   std::size_t next = 0;
-  while ((next < pending_keys.size() && interrupt_signal == 0) || !running.empty()) {
-    while (running.size() < jobs && next < pending_keys.size() && interrupt_signal == 0) {
+  while ((next < pending_keys.size() && interrupt_signal == 0) || !running.by_pid.empty()) {
+    while (running.by_pid.size() < jobs && next < pending_keys.size() && interrupt_signal == 0) {
       const std::string& key = pending_keys[next++];
       const Cell& cell = cells[cells_by_key[key].front()];
       const std::filesystem::path cell_file = cells_dir / (key + ".cell.json");
@@ -274,28 +340,30 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
       pid_t pid = spawn_process({worker.string(), "worker", "--cell", cell_file.string(), "--out",
                                  (cells_dir / (key + ".json")).string()},
                                 cells_dir / (key + ".log"));
-      running[pid] = key;
-      progress.show(done, cells.size(), describe_cell(cell));
+      running.by_pid[pid] = key;
+      progress.show(done, summary.cells, describe_cell(cell));
     }
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, 0);
     if (pid < 0) {
       if (errno == EINTR) {
         if (interrupt_signal != 0) // workers got the terminal's SIGINT too; make sure they stop
-          for (const auto& [child, key] : running)
+          for (const auto& [child, key] : running.by_pid)
             ::kill(child, SIGTERM);
         continue;
       }
       throw RunError(fmt::format("waiting for workers failed: {}", std::strerror(errno)));
     }
-    auto found = running.find(pid);
-    if (found == running.end())
+    auto found = running.by_pid.find(pid);
+    if (found == running.by_pid.end())
       continue; // not one of ours
     const std::string key = found->second;
-    running.erase(found);
+    running.by_pid.erase(found);
     const std::vector<std::size_t>& indices = cells_by_key[key];
     const Cell& cell = cells[indices.front()];
     const std::filesystem::path log = cells_dir / (key + ".log");
+    // Only a worker that exited normally has finished its cell: one killed by a signal may have been killed after
+    // its result landed, but its cell is reported, not taken (a rerun reads the result if it is whole).
     std::optional<CellResult> result;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
       result = read_cached(cells_dir / (key + ".json"), cell);
@@ -306,13 +374,13 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
       done += indices.size();
       std::filesystem::remove(log);
     } else if (interrupt_signal == 0) {
-      failures.emplace(cell.index, fmt::format("cell {} ({}) failed: worker ended with {}{}:\n    {}\n  log: {}",
+      failures.emplace(cell.index, fmt::format("cell {} ({}) failed: worker ended with {}{}:\n    {}\n  log: {}{}",
                                              cell.index + 1, describe_cell(cell), describe_status(status),
                                              WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " without a result"
                                                                                             : "",
-                                             log_tail(log), log.string()));
+                                             log_tail(log), log.string(), full_disk_note(cells_dir)));
     }
-    progress.show(done, cells.size(), describe_cell(cell));
+    progress.show(done, summary.cells, describe_cell(cell));
   }
   progress.clear();
   for (auto& [index, message] : failures)
@@ -324,33 +392,19 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
   }
   if (!summary.failures.empty())
     return summary;
-
-  std::vector<CellResult> complete;
-  for (const auto& result : results)
-    complete.push_back(*result);
-  const bool iterations = has_several_iterations(complete);
-  std::string table_text = csv_header(iterations) + "\n";
-  for (const Cell& cell : cells)
-    table_text += csv_row(cell, complete[cell.index], iterations) + "\n";
-  write_text_atomically(csv, table_text);
-  summary.results_csv = csv;
-
-  if (options.table_output != nullptr) {
-    fmt::print(options.table_output, "{}", format_table(cells, complete));
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    fmt::print(options.table_output, "{} cells ({} run, {} cached) in {:.1f} s; results in {}\n", summary.cells,
-               summary.computed, summary.cached, seconds, csv.string());
-    std::fflush(options.table_output);
-  }
-  if (options.plots) {
-    summary.plot_files = draw_plots(experiment, out_dir, csv, options);
-    if (options.table_output != nullptr && !summary.plot_files.empty()) {
-      std::string names;
-      for (const auto& file : summary.plot_files)
-        names += (names.empty() ? "" : ", ") + file.string();
-      fmt::print(options.table_output, "plots: {}\n", names);
+  if (options.shard.count > 1) { // the other shards' cells are elsewhere: `memsim merge` writes the results
+    if (options.table_output != nullptr) {
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      fmt::print(options.table_output,
+                 "shard {}/{}: {} of {} cells ({} run, {} cached) in {:.1f} s; in {}; merge the {} shard folders "
+                 "with memsim merge\n",
+                 options.shard.index, options.shard.count, summary.cells, cells.size(), summary.computed,
+                 summary.cached, seconds, out_dir.string(), options.shard.count);
+      std::fflush(options.table_output);
     }
+    return summary;
   }
+  write_results(experiment.plots, cells, results, out_dir, options, started, summary);
   return summary;
 }
 

@@ -1,6 +1,7 @@
 // memsim run (an experiment sweep) and the hidden memsim worker (one sweep cell per process).
 #include "commands.hpp"
 
+#include "memsim/common/error.hpp"
 #include "memsim/experiments/capacity_experiment.hpp"
 #include "memsim/experiments/experiment.hpp"
 #include "memsim/experiments/runner.hpp"
@@ -21,6 +22,13 @@ struct RunArguments {
   bool no_plots = false;
   std::string engine;    // empty: the experiment's `engine:` (default simgrid)
   std::string allocator; // empty: the experiment's `allocator:` (default bytes)
+  std::string shard;     // "I/N"; empty: the whole sweep
+};
+
+struct MergeArguments {
+  std::string out_dir;
+  std::vector<std::string> shard_dirs;
+  bool no_plots = false;
 };
 
 struct WorkerArguments {
@@ -39,7 +47,11 @@ void add_run_command(CLI::App& app, Context& context)
   command->footer(
       "Each cell runs in its own worker process; results are cached in OUT/cells, so rerunning after an\n"
       "interruption redoes only the missing cells. Writes OUT/results.csv and OUT/<plot>.png.\n"
-      "Exit codes: 0 done, 2 bad input, 3 a cell or the plotting failed, 130 interrupted.");
+      "With --shard I/N it runs only the cells whose index (in the experiment's stable order: workloads,\n"
+      "planners, budgets, bandwidths; from 0) is I-1 modulo N, and writes no results.csv: `memsim merge` joins\n"
+      "the N folders into results.csv and plots byte-identical to an unsharded run.\n"
+      "Exit codes: 0 done, 2 bad input or an output folder that cannot be written (the message names the path\n"
+      "and the system's reason), 3 a cell or the plotting failed, 130 interrupted.");
   command->add_option("experiment", arguments->experiment_file, "Experiment YAML (format: memsim-experiment)")
       ->required();
   command->add_option("--out", arguments->out_dir, "Output folder (created if missing)")->required();
@@ -55,6 +67,8 @@ void add_run_command(CLI::App& app, Context& context)
                       "Memory model for every cell: bytes (count bytes) or pool (memsim-cuda's best-fit arena); "
                       "overrides the experiment's `allocator:`")
       ->check(CLI::IsMember({"bytes", "pool"}));
+  command->add_option("--shard", arguments->shard,
+                      "Run only shard I of N (1 <= I <= N): the cells whose index is I-1 modulo N; for clusters");
   command->callback([arguments, &context] {
     experiments::Experiment experiment =
         experiments::load_experiment(arguments->experiment_file, default_presets_dir());
@@ -68,6 +82,8 @@ void add_run_command(CLI::App& app, Context& context)
     options.plots = !arguments->no_plots;
     options.plot_script = data_dir() / "experiments" / "plot" / "plot_results.py";
     if (experiment.search) {
+      if (!arguments->shard.empty())
+        throw InputError("--shard", "a search experiment runs in one process (threads): it has no shards");
       try {
         const experiments::CapacitySummary summary =
             experiments::run_capacity_experiment(experiment, arguments->out_dir, options);
@@ -79,6 +95,8 @@ void add_run_command(CLI::App& app, Context& context)
       }
       return;
     }
+    if (!arguments->shard.empty())
+      options.shard = experiments::parse_shard(arguments->shard);
     experiments::RunSummary summary;
     try {
       summary = experiments::run_experiment(experiment, arguments->out_dir, options);
@@ -99,6 +117,33 @@ void add_run_command(CLI::App& app, Context& context)
                  "memsim: run: {} of {} cells failed; no results.csv written. The other cells are cached: fix the "
                  "cause and rerun the same command.\n",
                  summary.failures.size(), summary.cells);
+      context.exit_code = 3;
+    }
+  });
+}
+
+void add_merge_command(CLI::App& app, Context& context)
+{
+  auto arguments = std::make_shared<MergeArguments>();
+  CLI::App* command = app.add_subcommand(
+      "merge", "Join the output folders of `memsim run EXP --shard I/N` runs into results.csv and plots");
+  command->footer("The folders must hold shards of one experiment (same file, same cells) and together a result for\n"
+                  "every cell; the output is byte-identical to an unsharded `memsim run`.\n"
+                  "Exit codes: 0 done, 2 folders of different experiments, missing cells or an unwritable OUT,\n"
+                  "3 the plotting failed.");
+  command->add_option("out", arguments->out_dir, "Output folder for results.csv and the plots (created if missing)")
+      ->required();
+  command->add_option("shards", arguments->shard_dirs, "The shards' --out folders")->required();
+  command->add_flag("--no-plots", arguments->no_plots, "Write results.csv only; do not run matplotlib");
+  command->callback([arguments, &context] {
+    experiments::RunOptions options;
+    options.plots = !arguments->no_plots;
+    options.plot_script = data_dir() / "experiments" / "plot" / "plot_results.py";
+    std::vector<std::filesystem::path> shard_dirs(arguments->shard_dirs.begin(), arguments->shard_dirs.end());
+    try {
+      experiments::merge_shards(arguments->out_dir, shard_dirs, options);
+    } catch (const experiments::RunError& error) {
+      fmt::print(stderr, "memsim: merge: {}\n", error.what());
       context.exit_code = 3;
     }
   });

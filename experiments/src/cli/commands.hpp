@@ -19,6 +19,8 @@ void add_plan_command(CLI::App& app, Context& context);
 void add_list_commands(CLI::App& app, Context& context);
 void add_gen_command(CLI::App& app, Context& context);
 void add_run_command(CLI::App& app, Context& context);
+// memsim merge OUT SHARD_DIR...: results.csv and plots from the folders of sharded runs.
+void add_merge_command(CLI::App& app, Context& context);
 void add_worker_command(CLI::App& app, Context& context); // hidden: one sweep cell
 void add_trace_command(CLI::App& app, Context& context);
 void add_import_command(CLI::App& app, Context& context);

@@ -7,6 +7,15 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
+
+namespace {
+
+// The last word of a failing run must not fail itself: fmt::print throws when stderr cannot be written (a worker
+// whose log is on a full disk), which here would end in std::terminate instead of the exit code.
+void print_error(const std::string& message) { std::fputs(message.c_str(), stderr); }
+
+} // namespace
 
 int main(int argc, char** argv)
 {
@@ -22,6 +31,7 @@ int main(int argc, char** argv)
   memsim::cli::add_list_commands(app, context);
   memsim::cli::add_gen_command(app, context);
   memsim::cli::add_run_command(app, context);
+  memsim::cli::add_merge_command(app, context);
   memsim::cli::add_worker_command(app, context);
   memsim::cli::add_trace_command(app, context);
   memsim::cli::add_import_command(app, context);
@@ -34,13 +44,13 @@ int main(int argc, char** argv)
     int code = app.exit(error);
     return code == 0 ? 0 : 2;
   } catch (const memsim::InputError& error) {
-    fmt::print(stderr, "memsim: {}\n", error.what());
+    print_error(fmt::format("memsim: {}\n", error.what()));
     return 2;
   } catch (const memsim::Infeasible& error) {
-    fmt::print(stderr, "memsim: infeasible: {}\n", error.what());
+    print_error(fmt::format("memsim: infeasible: {}\n", error.what()));
     return 1;
   } catch (const std::exception& error) {
-    fmt::print(stderr, "memsim: internal error: {}\n", error.what());
+    print_error(fmt::format("memsim: internal error: {}\n", error.what()));
     return 3;
   }
   return context.exit_code;
