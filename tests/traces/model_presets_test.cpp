@@ -11,6 +11,8 @@
 namespace memsim {
 namespace {
 
+using Shape = std::vector<std::int64_t>;
+
 const Roofline kRoofline{10e12, 1e12, 5e-6, "test-gpu"};
 
 Trace small(const std::string& model, double width = 1, double depth = 1)
@@ -109,8 +111,9 @@ TEST(ModelPresets, EveryPresetValidatesWithShapesAndSplitDimensions)
       const bool per_sample = tensor.kind == TensorKind::activation || tensor.kind == TensorKind::gradient ||
                               tensor.kind == TensorKind::input;
       EXPECT_EQ(tensor.batch_axis.has_value(), per_sample) << tensor.name;
-      if (tensor.batch_axis)
+      if (tensor.batch_axis) {
         EXPECT_EQ(tensor.shape[0], 2) << tensor.name;
+      }
     }
     for (const Op& op : trace.ops)
       EXPECT_FALSE(op.split.empty()) << op.name;
