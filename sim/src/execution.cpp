@@ -343,6 +343,8 @@ private:
       }
       if (!allocate(step, step.device, tensor))
         return;
+      if (dropped_with_host_copy_.erase({step.device, step.instance, tensor}) > 0)
+        swapped_bytes_ += record.bytes; // a swap-in of what a free swapped out
       work = Work{Work::Kind::transfer, 0, 0, kHostNode, step.device, record.bytes};
       break;
     }
@@ -353,7 +355,7 @@ private:
       if (!require_resident(step, step.device, tensor, "frees"))
         return;
       if (step.device != kHostNode && ledger_.resident(MemoryLedger::kHost, step.instance, tensor))
-        swapped_bytes_ += record.bytes;
+        dropped_with_host_copy_.insert({step.device, step.instance, tensor});
       ledger_.release(step.device, step.instance, tensor, step.id);
       sample(step.device);
       break;
@@ -569,6 +571,7 @@ private:
   std::vector<std::uint64_t> workspace_handle_;
   std::size_t executed_count_ = 0;
   std::uint64_t swapped_bytes_ = 0;
+  std::set<std::tuple<int, int, TensorId>> dropped_with_host_copy_; // (GPU, instance, tensor) freed, host copy kept
   std::priority_queue<StepId, std::vector<StepId>, std::greater<>> ready_;
   struct CollectiveRun {
     int phases = 0;

@@ -65,8 +65,8 @@ const std::string kChain = R"({"format": "memsim-trace", "version": 1, "name": "
 TEST(CapacityMetrics, SwapRecomputeAndOverlappingCopiesOnOneGpu)
 {
   // op0 [0, 2 ms]. Then a (8 MB) and x (4 MB) go to the host together over the 4 GB/s uplink: 2 GB/s each until x
-  // is done at 4 ms, then a alone at 4 GB/s for its last 4 MB: a ends at 5 ms. Both are freed (with a host copy:
-  // swapped 12 MB). a comes back [5, 7], op1 [7, 8], b is freed (no host copy) and recomputed [8, 9].
+  // is done at 4 ms, then a alone at 4 GB/s for its last 4 MB: a ends at 5 ms. Both are freed with a host copy; a
+  // comes back [5, 7] (swapped: 8 MB; x never returns), op1 [7, 8], b is dropped and recomputed [8, 9].
   const std::string steps = R"(
     {"id": 0, "kind": "compute", "op": 0, "device": 0, "stream": "compute", "deps": []},
     {"id": 1, "kind": "offload", "tensor": 1, "device": 0, "stream": "d2h", "deps": [0]},
@@ -81,7 +81,7 @@ TEST(CapacityMetrics, SwapRecomputeAndOverlappingCopiesOnOneGpu)
     EXPECT_NEAR(m.iteration_time_s, 0.009, kTolerance);
     EXPECT_NEAR(m.pcie_d2h_utilization, 3.0 / 9.0, kTolerance); // busy [2, 5] ms: the union, not 2 + 3 ms
     EXPECT_NEAR(m.pcie_h2d_utilization, 2.0 / 9.0, kTolerance); // [5, 7] ms
-    EXPECT_EQ(m.swapped_bytes, 12000000u);
+    EXPECT_EQ(m.swapped_bytes, 8000000u);
     EXPECT_EQ(m.recomputed_bytes, 4000000u);
     EXPECT_EQ(m.d2h_bytes, 12000000u);
     ASSERT_TRUE(m.samples_per_s);
@@ -97,22 +97,24 @@ const std::string kShaped = R"({"format": "memsim-trace", "version": 1, "name": 
               {"id": 2, "name": "a", "bytes": 4000000, "kind": "activation"}],
   "ops": [{"id": 0, "name": "op0", "phase": "forward", "inputs": [0, 1], "outputs": [2], "time_s": 0.001}]})";
 
-TEST(CapacityMetrics, TwoGpusAverageTheirLinksAndAWeightDroppedWithAHostCopyCountsAsSwapped)
+TEST(CapacityMetrics, TwoGpusAverageTheirLinksAndAWeightFetchedAgainAfterADropCountsAsSwapped)
 {
   // Weights start on the host. Each GPU (instance 0 on gpu0, 1 on gpu1) prefetches w; the two 2 MB copies share the
-  // uplink's 4 GB/s: [0, 1 ms]. op0 [1, 2] on both. gpu0 offloads a alone [2, 3]; gpu1 drops w (host copy:
-  // swapped 2 MB, though nothing went to the host). Iteration 3 ms; h2d busy 1 + 1 ms, d2h 1 + 0 ms over 2 x 3 ms.
+  // uplink's 4 GB/s: [0, 1 ms]. op0 [1, 2] on both. gpu0 offloads a alone [2, 3]; gpu1 drops w and fetches it
+  // again [2, 2.5] (swapped 2 MB, though nothing went to the host; its first fetch is no swap). Iteration 3 ms; h2d
+  // busy 1 + 1.5 ms, d2h 1 + 0 ms, over 2 GPUs x 3 ms.
   const std::string steps = R"(
     {"id": 0, "kind": "prefetch", "tensor": 1, "device": 0, "stream": "h2d", "deps": []},
     {"id": 1, "kind": "compute", "op": 0, "device": 0, "stream": "compute", "deps": [0]},
     {"id": 2, "kind": "offload", "tensor": 2, "device": 0, "stream": "d2h", "deps": [1]},
     {"id": 3, "kind": "prefetch", "tensor": 1, "device": 1, "stream": "h2d", "deps": [], "instance": 1},
     {"id": 4, "kind": "compute", "op": 0, "device": 1, "stream": "compute", "deps": [3], "instance": 1},
-    {"id": 5, "kind": "free", "tensor": 1, "device": 1, "stream": "compute", "deps": [4], "instance": 1})";
+    {"id": 5, "kind": "free", "tensor": 1, "device": 1, "stream": "compute", "deps": [4], "instance": 1},
+    {"id": 6, "kind": "prefetch", "tensor": 1, "device": 1, "stream": "h2d", "deps": [5], "instance": 1})";
   const std::string placement = R"("initial_placement": [{"kind": "weight", "where": "host"}],)";
   for (const Metrics& m : run_both(kShaped, switched(2), plan_doc(placement, steps))) {
     EXPECT_NEAR(m.iteration_time_s, 0.003, kTolerance);
-    EXPECT_NEAR(m.pcie_h2d_utilization, 2.0 / 6.0, kTolerance);
+    EXPECT_NEAR(m.pcie_h2d_utilization, 2.5 / 6.0, kTolerance);
     EXPECT_NEAR(m.pcie_d2h_utilization, 1.0 / 6.0, kTolerance);
     EXPECT_EQ(m.swapped_bytes, 2000000u);
     EXPECT_EQ(m.recomputed_bytes, 0u);

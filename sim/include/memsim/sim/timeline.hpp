@@ -75,8 +75,8 @@ struct Metrics {
   // (offload) copy is in flight, per GPU, over iteration_time_s, averaged over the GPUs that run steps. In [0, 1].
   double pcie_h2d_utilization = 0;
   double pcie_d2h_utilization = 0;
-  // Bytes a GPU released by a free while the host held a copy of the tensor (a swap-out, whether or not this
-  // iteration copied it there: a weight placed on the host and dropped after use counts too).
+  // Bytes swapped out and back in: a prefetch to a GPU of a tensor that a free dropped there while the host held its
+  // copy (each such round trip counts once; a final free of a dead tensor, or one recomputed instead, does not).
   std::uint64_t swapped_bytes = 0;
   // Bytes the recompute steps allocated (their outputs; workspace not counted).
   std::uint64_t recomputed_bytes = 0;
