@@ -74,13 +74,13 @@ void MetricsAccumulator::add(StepKind kind, int device, const std::string& strea
   switch (kind) {
   case StepKind::compute:
   case StepKind::recompute: {
+    if (kind == StepKind::recompute)
+      metrics_.recomputed_bytes += bytes;
     if (device == kHostDevice)
       break; // host compute: the GPU metrics (busy, stalls) are about GPUs
     metrics_.compute_busy_s += duration;
-    if (kind == StepKind::recompute) {
+    if (kind == StepKind::recompute)
       metrics_.recompute_time_s += duration;
-      metrics_.recomputed_bytes += bytes;
-    }
     StreamTotals& stream = totals(device, stream_name);
     stream.busy += duration;
     stream.last_compute_end = std::max(stream.last_compute_end, end_s);

@@ -78,7 +78,7 @@ struct Metrics {
   // Bytes swapped out and back in: a prefetch to a GPU of a tensor that a free dropped there while the host held its
   // copy (each such round trip counts once; a final free of a dead tensor, or one recomputed instead, does not).
   std::uint64_t swapped_bytes = 0;
-  // Bytes the recompute steps allocated (their outputs; workspace not counted).
+  // Bytes the recompute steps allocated (their outputs; workspace not counted; on the host too).
   std::uint64_t recomputed_bytes = 0;
 };
 
