@@ -590,7 +590,7 @@ Json cell_result_to_json(const Cell& cell, const CellResult& result)
 {
   const Metrics& m = result.metrics;
   return Json{{"format", "memsim-cell-result"},
-              {"version", 1},
+              {"version", 2}, // 2: the capacity columns (samples_per_s, ...)
               {"cell", cell_to_json(cell)},
               {"feasible", result.feasible},
               {"stage", result.stage},
@@ -609,13 +609,18 @@ Json cell_result_to_json(const Cell& cell, const CellResult& result)
                 {"p2p_bytes", m.p2p_bytes},
                 {"steps_executed", m.steps_executed},
                 {"iteration_times_s", m.iteration_times_s},
-                {"steady_iteration_time_s", m.steady_iteration_time_s}}}};
+                {"steady_iteration_time_s", m.steady_iteration_time_s},
+                {"samples_per_s", m.samples_per_s ? Json(*m.samples_per_s) : Json(nullptr)},
+                {"pcie_h2d_utilization", m.pcie_h2d_utilization},
+                {"pcie_d2h_utilization", m.pcie_d2h_utilization},
+                {"swapped_bytes", m.swapped_bytes},
+                {"recomputed_bytes", m.recomputed_bytes}}}};
 }
 
 CellResult cell_result_from_json(const Json& document, const std::string& source_name)
 {
   json_io::Node root(document, source_name);
-  root.expect_format("memsim-cell-result", 1);
+  root.expect_format("memsim-cell-result", 2); // older cached cells lack columns: recomputed
   root.only_keys({"format", "version", "cell", "feasible", "stage", "reason", "ideal_time_s", "metrics"});
   CellResult result;
   result.feasible = root.at("feasible").as_bool();
@@ -642,6 +647,12 @@ CellResult cell_result_from_json(const Json& document, const std::string& source
   }
   if (metrics.has("steady_iteration_time_s"))
     m.steady_iteration_time_s = metrics.at("steady_iteration_time_s").as_number();
+  if (!metrics.at("samples_per_s").value().is_null())
+    m.samples_per_s = metrics.at("samples_per_s").as_number();
+  m.pcie_h2d_utilization = metrics.at("pcie_h2d_utilization").as_number();
+  m.pcie_d2h_utilization = metrics.at("pcie_d2h_utilization").as_number();
+  m.swapped_bytes = metrics.at("swapped_bytes").as_uint();
+  m.recomputed_bytes = metrics.at("recomputed_bytes").as_uint();
   return result;
 }
 
@@ -664,7 +675,8 @@ std::string csv_header(bool iterations)
                      "ideal_time_s,stall_time_s,recompute_time_s,peak_device_bytes,h2d_bytes,d2h_bytes,"
                      "compute_busy_s,p2p_bytes,peak_host_bytes,budget_fraction,planner_name,params,infeasible_stage,"
                      "reason") +
-         (iterations ? ",iterations,steady_iteration_time_s,iteration_times_s" : "");
+         (iterations ? ",iterations,steady_iteration_time_s,iteration_times_s" : "") +
+         ",samples_per_s,pcie_h2d_utilization,pcie_d2h_utilization,swapped_bytes,recomputed_bytes";
 }
 
 std::string csv_row(const Cell& cell, const CellResult& result, bool iterations)
@@ -703,6 +715,12 @@ std::string csv_row(const Cell& cell, const CellResult& result, bool iterations)
     fields.push_back(measured(format_number(m.steady_iteration_time_s)));
     fields.push_back(measured(csv_field(times)));
   }
+  // Last, after every older column, so that files written before them keep their column positions.
+  fields.push_back(measured(m.samples_per_s ? format_number(*m.samples_per_s) : std::string()));
+  fields.push_back(measured(format_number(m.pcie_h2d_utilization)));
+  fields.push_back(measured(format_number(m.pcie_d2h_utilization)));
+  fields.push_back(measured(fmt::format("{}", m.swapped_bytes)));
+  fields.push_back(measured(fmt::format("{}", m.recomputed_bytes)));
   std::string row;
   for (std::size_t i = 0; i < fields.size(); ++i)
     row += (i == 0 ? "" : ",") + fields[i];

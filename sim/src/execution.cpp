@@ -63,6 +63,8 @@ public:
     result_.metrics = metrics_from_timeline(result_.timeline, result_.memory);
     result_.metrics.feasible = !result_.error;
     result_.metrics.peak_host_bytes = ledger_.peak(MemoryLedger::kHost);
+    result_.metrics.swapped_bytes = swapped_bytes_;
+    result_.metrics.samples_per_s = samples_per_s();
     result_.metrics.peak_device_bytes = 0;
     for (std::size_t d = 0; d < ledger_.device_count(); ++d)
       result_.metrics.peak_device_bytes = std::max(result_.metrics.peak_device_bytes, ledger_.peak(static_cast<int>(d)));
@@ -341,6 +343,8 @@ private:
       }
       if (!allocate(step, step.device, tensor))
         return;
+      if (dropped_with_host_copy_.erase({step.device, step.instance, tensor}) > 0)
+        swapped_bytes_ += record.bytes; // a swap-in of what a free swapped out
       work = Work{Work::Kind::transfer, 0, 0, kHostNode, step.device, record.bytes};
       break;
     }
@@ -350,6 +354,8 @@ private:
       record.bytes = trace_.tensor(tensor).bytes;
       if (!require_resident(step, step.device, tensor, "frees"))
         return;
+      if (step.device != kHostNode && ledger_.resident(MemoryLedger::kHost, step.instance, tensor))
+        dropped_with_host_copy_.insert({step.device, step.instance, tensor});
       ledger_.release(step.device, step.instance, tensor, step.id);
       sample(step.device);
       break;
@@ -517,6 +523,16 @@ private:
         consider(successor);
   }
 
+  // Each instance trains on the trace's batch once per iteration.
+  std::optional<double> samples_per_s() const
+  {
+    const std::optional<std::int64_t> batch = trace_batch_size(trace_);
+    const double time = result_.metrics.steady_iteration_time_s;
+    if (!batch || !(time > 0))
+      return std::nullopt;
+    return static_cast<double>(*batch) * static_cast<double>(plan_instance_count(plan_)) / time;
+  }
+
   // Nothing is in flight or ready, yet steps remain: the first blocked stream names the dep it waits for.
   void report_deadlock()
   {
@@ -554,6 +570,8 @@ private:
   std::vector<std::uint8_t> executed_;
   std::vector<std::uint64_t> workspace_handle_;
   std::size_t executed_count_ = 0;
+  std::uint64_t swapped_bytes_ = 0;
+  std::set<std::tuple<int, int, TensorId>> dropped_with_host_copy_; // (GPU, instance, tensor) freed, host copy kept
   std::priority_queue<StepId, std::vector<StepId>, std::greater<>> ready_;
   struct CollectiveRun {
     int phases = 0;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -25,6 +26,25 @@ std::string_view to_string(FailureKind kind)
   }
   return "?";
 }
+
+namespace {
+
+// The length of the union of the intervals (sorted in place).
+double covered_time(std::vector<std::pair<double, double>>& intervals)
+{
+  std::sort(intervals.begin(), intervals.end());
+  double covered = 0;
+  double reach = -std::numeric_limits<double>::infinity();
+  for (auto [start, end] : intervals) {
+    if (end <= reach)
+      continue;
+    covered += end - std::max(start, reach);
+    reach = end;
+  }
+  return covered;
+}
+
+} // namespace
 
 MetricsAccumulator::StreamTotals& MetricsAccumulator::totals(int device, const std::string& name)
 {
@@ -47,9 +67,15 @@ void MetricsAccumulator::add(StepKind kind, int device, const std::string& strea
     iteration_ends_.resize(index + 1, 0.0);
   iteration_ends_[index] = std::max(iteration_ends_[index], end_s);
   const double duration = end_s - start_s;
+  if (device != kHostDevice)
+    gpus_.insert(device);
+  if (kind == StepKind::prefetch || kind == StepKind::offload)
+    host_copies_[device][kind == StepKind::prefetch ? 0 : 1].emplace_back(start_s, end_s);
   switch (kind) {
   case StepKind::compute:
   case StepKind::recompute: {
+    if (kind == StepKind::recompute)
+      metrics_.recomputed_bytes += bytes;
     if (device == kHostDevice)
       break; // host compute: the GPU metrics (busy, stalls) are about GPUs
     metrics_.compute_busy_s += duration;
@@ -88,6 +114,15 @@ Metrics MetricsAccumulator::finish(const std::vector<MemorySample>& memory)
     end = std::max(end, previous_end);
     metrics_.iteration_times_s.push_back(end - previous_end);
     previous_end = end;
+  }
+  if (metrics_.iteration_time_s > 0 && !gpus_.empty()) {
+    std::array<double, 2> busy{0, 0};
+    for (auto& [device, directions] : host_copies_)
+      for (std::size_t direction = 0; direction < 2; ++direction)
+        busy[direction] += covered_time(directions[direction]);
+    const double span = metrics_.iteration_time_s * static_cast<double>(gpus_.size());
+    metrics_.pcie_h2d_utilization = busy[0] / span;
+    metrics_.pcie_d2h_utilization = busy[1] / span;
   }
   if (metrics_.iteration_times_s.size() == 1)
     metrics_.steady_iteration_time_s = metrics_.iteration_times_s[0];
@@ -136,6 +171,11 @@ nlohmann::json metrics_to_json(const RunResult& result)
   document["steps_executed"] = m.steps_executed;
   document["iteration_times_s"] = m.iteration_times_s;
   document["steady_iteration_time_s"] = m.steady_iteration_time_s;
+  document["samples_per_s"] = m.samples_per_s ? nlohmann::json(*m.samples_per_s) : nlohmann::json(nullptr);
+  document["pcie_h2d_utilization"] = m.pcie_h2d_utilization;
+  document["pcie_d2h_utilization"] = m.pcie_d2h_utilization;
+  document["swapped_bytes"] = m.swapped_bytes;
+  document["recomputed_bytes"] = m.recomputed_bytes;
   return document;
 }
 
@@ -211,6 +251,11 @@ RunResult timeline_from_json(const nlohmann::json& document, const std::string& 
       result.metrics.feasible = metrics.at("feasible").as_bool();
     if (metrics.has("peak_device_bytes"))
       result.metrics.peak_device_bytes = metrics.at("peak_device_bytes").as_uint();
+    // Not derivable from the steps: they need the trace and the host's residency.
+    if (metrics.has("swapped_bytes"))
+      result.metrics.swapped_bytes = metrics.at("swapped_bytes").as_uint();
+    if (metrics.has("samples_per_s") && !metrics.at("samples_per_s").value().is_null())
+      result.metrics.samples_per_s = metrics.at("samples_per_s").as_number();
   }
   return result;
 }

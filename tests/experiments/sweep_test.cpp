@@ -122,7 +122,8 @@ TEST(CsvTest, HeaderStartsWithTheAppendixColumns)
   EXPECT_EQ(csv_header(), "workload,machine,planner,budget_bytes,bandwidth_bytes_per_s,feasible,iteration_time_s,"
                           "ideal_time_s,stall_time_s,recompute_time_s,peak_device_bytes,h2d_bytes,d2h_bytes,"
                           "compute_busy_s,p2p_bytes,peak_host_bytes,budget_fraction,planner_name,params,"
-                          "infeasible_stage,reason");
+                          "infeasible_stage,reason,samples_per_s,pcie_h2d_utilization,pcie_d2h_utilization,"
+                          "swapped_bytes,recomputed_bytes");
 }
 
 TEST(CsvTest, FeasibleRow)
@@ -137,9 +138,18 @@ TEST(CsvTest, FeasibleRow)
   result.metrics.peak_host_bytes = 123;
   result.metrics.h2d_bytes = 4000000;
   result.metrics.d2h_bytes = 5000000;
+  result.metrics.samples_per_s = 409.6;
+  result.metrics.pcie_h2d_utilization = 0.25;
+  result.metrics.pcie_d2h_utilization = 0.5;
+  result.metrics.swapped_bytes = 4000000;
+  result.metrics.recomputed_bytes = 1000;
   EXPECT_EQ(csv_row(sample_cell(), result),
             "resnet,v100,ckpt,8589934592,12000000000,true,0.3125,0.25,0.0125,0.05,8000000000,4000000,5000000,0.3,0,"
-            "123,0.5,checkpoint-sqrt,\"{\"\"segments\"\":4}\",,");
+            "123,0.5,checkpoint-sqrt,\"{\"\"segments\"\":4}\",,,409.6,0.25,0.5,4000000,1000");
+  result.metrics.samples_per_s.reset(); // the trace named no batch
+  const std::string row = csv_row(sample_cell(), result);
+  const std::string tail = "\",,,,0.25,0.5,4000000,1000"; // params, stage, reason and samples_per_s empty
+  EXPECT_EQ(row.substr(row.size() - tail.size()), tail);
 }
 
 TEST(CsvTest, InfeasibleRowLeavesMeasurementsEmptyAndQuotesTheReason)
@@ -154,7 +164,7 @@ TEST(CsvTest, InfeasibleRowLeavesMeasurementsEmptyAndQuotesTheReason)
   cell.budget_fraction.reset();
   EXPECT_EQ(csv_row(cell, result), "resnet,v100,ckpt,8589934592,12000000000,false,,0.25,,,,,,,,,,checkpoint-sqrt,"
                                    "\"{\"\"segments\"\":4}\",simulate,"
-                                   "\"out of memory at step 12 (\"\"a3\"\"), 30MB in use\"");
+                                   "\"out of memory at step 12 (\"\"a3\"\"), 30MB in use\",,,,,");
 }
 
 TEST(CsvTest, IterationColumnsOnlyWhenSomeCellRanSeveralIterations)
@@ -167,9 +177,13 @@ TEST(CsvTest, IterationColumnsOnlyWhenSomeCellRanSeveralIterations)
   three.metrics.steady_iteration_time_s = 0.25;
   EXPECT_FALSE(has_several_iterations({one}));
   EXPECT_TRUE(has_several_iterations({one, three}));
-  EXPECT_EQ(csv_header(true).substr(csv_header().size()), ",iterations,steady_iteration_time_s,iteration_times_s");
+  // The iteration columns come after reason, the capacity columns last.
+  const std::string capacity = ",samples_per_s,pcie_h2d_utilization,pcie_d2h_utilization,swapped_bytes,recomputed_bytes";
+  EXPECT_EQ(csv_header(true), csv_header().substr(0, csv_header().size() - capacity.size()) +
+                                  ",iterations,steady_iteration_time_s,iteration_times_s" + capacity);
   const std::string row = csv_row(sample_cell(), three, true);
-  EXPECT_EQ(row.substr(csv_row(sample_cell(), three).size()), ",3,0.25,0.1;0.2;0.3");
+  const std::string without = csv_row(sample_cell(), three);
+  EXPECT_EQ(row.substr(without.size() - 9), ",3,0.25,0.1;0.2;0.3,,0,0,0,0");
 }
 
 TEST(CsvTest, NumbersAreShortestRoundTripWithoutExponentForIntegers)

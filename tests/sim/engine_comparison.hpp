@@ -54,8 +54,15 @@ inline std::vector<std::string> compare_runs(const RunResult& reference, const R
                             std::tuple{"peak_host_bytes", a.peak_host_bytes, b.peak_host_bytes},
                             std::tuple{"h2d_bytes", a.h2d_bytes, b.h2d_bytes},
                             std::tuple{"d2h_bytes", a.d2h_bytes, b.d2h_bytes},
-                            std::tuple{"p2p_bytes", a.p2p_bytes, b.p2p_bytes}})
+                            std::tuple{"p2p_bytes", a.p2p_bytes, b.p2p_bytes},
+                            std::tuple{"swapped_bytes", a.swapped_bytes, b.swapped_bytes},
+                            std::tuple{"recomputed_bytes", a.recomputed_bytes, b.recomputed_bytes}})
     if (x != y)
+      differ(fmt::format("{} {} vs {}", name, x, y));
+  for (auto [name, x, y] : {std::tuple{"pcie_h2d_utilization", a.pcie_h2d_utilization, b.pcie_h2d_utilization},
+                            std::tuple{"pcie_d2h_utilization", a.pcie_d2h_utilization, b.pcie_d2h_utilization},
+                            std::tuple{"samples_per_s", a.samples_per_s.value_or(-1), b.samples_per_s.value_or(-1)}})
+    if (!same_time(x, y))
       differ(fmt::format("{} {} vs {}", name, x, y));
   if (peaks_per_device(reference) != peaks_per_device(other))
     differ("peaks per device differ");

@@ -30,7 +30,9 @@ inline nlohmann::json run_result_to_wire(const RunResult& result)
   nlohmann::json wire = {{"metrics",
                           {m.feasible, m.iteration_time_s, m.compute_busy_s, m.stall_time_s, m.recompute_time_s,
                            m.peak_device_bytes, m.peak_host_bytes, m.h2d_bytes, m.d2h_bytes, m.p2p_bytes,
-                           m.steps_executed, m.iteration_times_s, m.steady_iteration_time_s}},
+                           m.steps_executed, m.iteration_times_s, m.steady_iteration_time_s,
+                           m.samples_per_s ? nlohmann::json(*m.samples_per_s) : nlohmann::json(nullptr),
+                           m.pcie_h2d_utilization, m.pcie_d2h_utilization, m.swapped_bytes, m.recomputed_bytes}},
                          {"steps", std::move(steps)},
                          {"memory", std::move(memory)}};
   if (result.error) {
@@ -68,6 +70,12 @@ inline RunResult run_result_from_wire(const nlohmann::json& wire)
   metrics.steps_executed = m[10].get<std::size_t>();
   metrics.iteration_times_s = m[11].get<std::vector<double>>();
   metrics.steady_iteration_time_s = m[12].get<double>();
+  if (!m[13].is_null())
+    metrics.samples_per_s = m[13].get<double>();
+  metrics.pcie_h2d_utilization = m[14].get<double>();
+  metrics.pcie_d2h_utilization = m[15].get<double>();
+  metrics.swapped_bytes = m[16].get<std::uint64_t>();
+  metrics.recomputed_bytes = m[17].get<std::uint64_t>();
   for (const nlohmann::json& s : wire.at("steps"))
     result.timeline.push_back(StepRecord{s[0].get<StepId>(), static_cast<StepKind>(s[1].get<int>()), s[2].get<int>(),
                                          s[3].get<std::string>(), s[4].get<double>(), s[5].get<double>(),

@@ -17,7 +17,7 @@ const Roofline kRoofline{10e12, 1e12, 5e-6, "test-gpu"};
 TEST(GeneratorRegistry, BindsParametersToTheSpec)
 {
   const GeneratorRegistry& registry = generator_registry();
-  EXPECT_EQ(registry.names(), "cnn, transformer");
+  EXPECT_EQ(registry.names(), "cnn, preset, transformer");
   const GeneratorInfo& cnn = registry.get("cnn");
   std::string asked_dtype;
   const Trace trace = cnn.make(registry.complete_params(cnn, {{"depth", 4}, {"batch", 2}, {"image", 16},

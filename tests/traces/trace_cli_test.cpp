@@ -1,4 +1,4 @@
-// `memsim import`, `memsim trace info` and `memsim trace plot` end to end.
+// `memsim import`, `memsim gen preset` / `gen --list`, `memsim trace info` and `memsim trace plot` end to end.
 #include "test_files.hpp"
 
 #include <gtest/gtest.h>
@@ -46,6 +46,28 @@ TEST(TraceCli, ImportCheckmateAndPytorchEg)
   const auto json = nlohmann::json::parse(info.output);
   EXPECT_GT(json["total_time_s"].get<double>(), 0.0);
   EXPECT_GT(json["ops_by_phase"]["backward"]["count"].get<int>(), 0);
+}
+
+TEST(TraceCli, GenListsThePresetsAndWritesOne)
+{
+  const auto list = test::run_command(memsim("gen --list"));
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_NE(list.output.find("25557032  ResNet-50 (bottleneck"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("gpt2-100b"), std::string::npos) << list.output;
+  test::ScratchDir dir;
+  const auto trace = dir / "resnet50.trace.json";
+  const auto gen = test::run_command(memsim("gen preset --model resnet50 --batch 4 --depth 0.5 --machine "
+                                            "v100-32gb-pcie3 --out " + trace.string()));
+  ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  const auto info = test::run_command(memsim("trace info --json " + trace.string()), true);
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  const auto json = nlohmann::json::parse(info.output);
+  EXPECT_EQ(json["chain_view"], true) << info.output;
+  // Depth 0.5: 2-2-3-2 bottleneck blocks (1.5 rounds to 2), plus the stem and the head.
+  EXPECT_EQ(json["chain_layers"], 11) << info.output;
+  EXPECT_EQ(test::run_command(memsim("gen preset --model resnet51 --machine v100-32gb-pcie3 --out " +
+                                     trace.string())).exit_code, 2);
+  EXPECT_EQ(test::run_command(memsim("gen")).exit_code, 2);
 }
 
 TEST(TraceCli, PlotWritesAPng)

@@ -51,4 +51,14 @@ void time_derived_ops(std::vector<Op>& ops)
   }
 }
 
+std::optional<std::int64_t> trace_batch_size(const Trace& trace)
+{
+  if (trace.source.batch > 0)
+    return trace.source.batch;
+  for (const Tensor& tensor : trace.tensors)
+    if (tensor.kind == TensorKind::input && tensor.batch_axis && !tensor.shape.empty())
+      return tensor.shape[static_cast<std::size_t>(*tensor.batch_axis)];
+  return std::nullopt;
+}
+
 } // namespace memsim

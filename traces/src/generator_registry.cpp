@@ -2,6 +2,8 @@
 // that defines the registry, so that every program using the registry links them.
 #include "memsim/traces/generator_registry.hpp"
 
+#include "memsim/traces/model_presets.hpp"
+
 namespace memsim {
 namespace {
 
@@ -49,6 +51,23 @@ GeneratorInfo transformer_generator()
       generate_transformer);
 }
 
+GeneratorInfo preset_generator()
+{
+  ParamRange models;
+  for (const ModelPreset& preset : model_presets())
+    models.choices.push_back(preset.name);
+  return generator<PresetSpec>(
+      "preset", "a published model (`memsim gen --list`): VGG, ResNet, Inception-v4, Transformer, BERT, GPT-2",
+      {param("model", &PresetSpec::model, "model preset", models),
+       param("batch", &PresetSpec::batch, "batch size (0: the preset's)", {.min = 0}),
+       param("width", &PresetSpec::width, "width scale: channels, or d_model (per head) and d_ff", {.min = 1e-3}),
+       param("depth", &PresetSpec::depth, "depth scale: blocks per stage, or layers", {.min = 1e-3}),
+       param("image", &PresetSpec::image, "CNN image height and width (0: the preset's)", {.min = 0}),
+       param("seq", &PresetSpec::seq, "transformer sequence length (0: the preset's)", {.min = 0}),
+       param("dtype", &PresetSpec::dtype, "element type", dtypes())},
+      generate_preset);
+}
+
 } // namespace
 
 GeneratorRegistry& generator_registry()
@@ -57,6 +76,7 @@ GeneratorRegistry& generator_registry()
     GeneratorRegistry generators("generator");
     register_or_abort(generators, cnn_generator());
     register_or_abort(generators, transformer_generator());
+    register_or_abort(generators, preset_generator());
     return generators;
   }();
   return registry;

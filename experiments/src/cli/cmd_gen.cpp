@@ -6,6 +6,7 @@
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/hwmodels/roofline.hpp"
 #include "memsim/traces/generator_registry.hpp"
+#include "memsim/traces/model_presets.hpp"
 #include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
@@ -51,12 +52,36 @@ void write(const Trace& trace, const std::string& out)
              trace.tensors.size(), trace.total_time_s(), profile.peak_bytes);
 }
 
+// One line per preset: its name, default batch, weights at width = depth = 1 (from a generated batch-1 trace) and
+// what it is.
+void list_presets()
+{
+  fmt::print("{:<18} {:>6} {:>15}  {}\n", "model", "batch", "parameters", "description");
+  for (const ModelPreset& preset : model_presets()) {
+    PresetSpec spec;
+    spec.model = preset.name;
+    spec.batch = 1;
+    spec.seq = 1;
+    const Trace trace = generate_preset(spec, Roofline{});
+    fmt::print("{:<18} {:>6} {:>15}  {}\n", preset.name, preset.batch, weight_parameter_count(trace),
+               preset.description);
+  }
+}
+
 } // namespace
 
 void add_gen_command(CLI::App& app, Context&)
 {
   CLI::App* gen = app.add_subcommand("gen", "Generate an analytic trace (op-level, flops/bytes, roofline times)");
-  gen->require_subcommand(1);
+  gen->require_subcommand(0, 1);
+  auto list = std::make_shared<bool>(false);
+  gen->add_flag("--list", *list, "list the model presets of `memsim gen preset --model NAME`");
+  gen->callback([gen, list] {
+    if (*list)
+      list_presets();
+    else if (gen->get_subcommands().empty())
+      throw InputError("memsim gen", "name a generator (memsim generators lists them) or give --list");
+  });
   const GeneratorRegistry& registry = generator_registry();
   for (const GeneratorInfo* info : registry.all()) {
     CLI::App* command = gen->add_subcommand(info->name, info->description);

@@ -43,6 +43,12 @@ void print_summary(const Metrics& metrics, const std::optional<ExecutionError>& 
   fmt::print("moved h2d/d2h/p2p {} / {} / {}\n", units::format_bytes(static_cast<double>(metrics.h2d_bytes)),
              units::format_bytes(static_cast<double>(metrics.d2h_bytes)),
              units::format_bytes(static_cast<double>(metrics.p2p_bytes)));
+  fmt::print("swapped/recomputed {} / {}\n", units::format_bytes(static_cast<double>(metrics.swapped_bytes)),
+             units::format_bytes(static_cast<double>(metrics.recomputed_bytes)));
+  fmt::print("pcie busy h2d/d2h {:.1f} % / {:.1f} %\n", 100 * metrics.pcie_h2d_utilization,
+             100 * metrics.pcie_d2h_utilization);
+  if (metrics.samples_per_s)
+    fmt::print("samples/s        {:.6g}\n", *metrics.samples_per_s);
   fmt::print("steps executed   {}\n", metrics.steps_executed);
   if (metrics.iteration_times_s.size() > 1) { // v2 multi-iteration plans
     std::string times;

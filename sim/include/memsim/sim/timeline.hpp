@@ -4,8 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +67,19 @@ struct Metrics {
   // steady_iteration_time_s is their mean over iterations >= 1, or iteration 0's time when there is only one.
   std::vector<double> iteration_times_s;
   double steady_iteration_time_s = 0;
+  // Capacity and throughput figures (sim/README.md "Metrics").
+  // Samples per second: the trace's batch (trace_batch_size) x the plan's instances over steady_iteration_time_s;
+  // absent when the trace names no batch or no time passed.
+  std::optional<double> samples_per_s;
+  // Host-link utilization per direction: the time during which at least one host-to-GPU (prefetch) or GPU-to-host
+  // (offload) copy is in flight, per GPU, over iteration_time_s, averaged over the GPUs that run steps. In [0, 1].
+  double pcie_h2d_utilization = 0;
+  double pcie_d2h_utilization = 0;
+  // Bytes swapped out and back in: a prefetch to a GPU of a tensor that a free dropped there while the host held its
+  // copy (each such round trip counts once; a final free of a dead tensor, or one recomputed instead, does not).
+  std::uint64_t swapped_bytes = 0;
+  // Bytes the recompute steps allocated (their outputs; workspace not counted; on the host too).
+  std::uint64_t recomputed_bytes = 0;
 };
 
 struct RunResult {
@@ -101,6 +117,9 @@ private:
   std::vector<StreamTotals> streams_; // compute streams, in first-seen order
   std::size_t last_ = 0;              // the stream of the previous compute step (most steps repeat it)
   std::vector<double> iteration_ends_; // the latest end of a step of each iteration
+  // Per GPU, the [start, end) intervals of its host copies, per direction (0: h2d, 1: d2h), for the utilization.
+  std::map<int, std::array<std::vector<std::pair<double, double>>, 2>> host_copies_;
+  std::set<int> gpus_; // GPUs that ran steps
 };
 
 // The `--json` object of `memsim simulate` (DESIGN appendix).

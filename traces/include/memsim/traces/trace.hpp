@@ -133,6 +133,10 @@ Op op_from_node(const fast_json::Node& node, OpId expected_id);
 nlohmann::json tensor_to_json(const Tensor& tensor);
 nlohmann::json op_to_json(const Op& op);
 
+// Samples in one iteration of the trace: source.batch when positive, else the batch extent of the first input
+// tensor with a shape and a batch_axis, else nullopt (unknown).
+std::optional<std::int64_t> trace_batch_size(const Trace& trace);
+
 // Re-checks a trace built in memory (generators, importers); throws InputError(source_name, ...).
 void validate_trace(const Trace& trace, const std::string& source_name);
 

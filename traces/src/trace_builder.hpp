@@ -1,0 +1,63 @@
+#pragma once
+// Builds an analytic training iteration: the caller records forward ops; the builder derives the loss, the backward
+// pass (reverse order, gradients accumulated with an add when a tensor feeds several ops, a tied weight included)
+// and an Adam update per weight. Every tensor gets its shape (batch axis 0 for batch-proportional ones), every op
+// its flops, bytes, roofline time and the dimensions it may be split along.
+#include "memsim/traces/generators.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace memsim {
+
+using Shape = std::vector<std::int64_t>;
+using SplitDims = std::vector<std::string>;
+
+class TraceBuilder {
+public:
+  TraceBuilder(std::string name, std::string dtype, int batch, const Roofline& roofline);
+
+  // A tensor of `shape` whose elements take `element_bytes` (0: the trace's dtype).
+  TensorId tensor(std::string name, Shape shape, std::optional<int> batch_axis, TensorKind kind,
+                  std::size_t element_bytes = 0);
+  // A batch-proportional input (batch axis 0).
+  TensorId input(std::string name, Shape shape, std::size_t element_bytes = 0)
+  {
+    return tensor(std::move(name), std::move(shape), 0, TensorKind::input, element_bytes);
+  }
+  // A weight (no batch axis) updated by Adam; `layer` is the layer of its update op.
+  TensorId weight(const std::string& name, Shape shape, int layer);
+
+  // A forward op: reads `inputs` (activations and weights), produces one activation of `output_shape` (batch axis 0).
+  TensorId forward(const std::string& name, const std::string& type, int layer, const std::vector<TensorId>& inputs,
+                   Shape output_shape, double flops, SplitDims split, double workspace = 0);
+
+  // The loss reads the predictions and the labels, produces the loss and each prediction's gradient.
+  void loss(const std::vector<TensorId>& predictions, TensorId labels, int layer, SplitDims split);
+  void backward_and_update();
+
+  const Tensor& tensor_at(TensorId id) const { return trace_.tensor(id); }
+  std::size_t element_bytes() const { return element_bytes_; }
+  Trace finish();
+
+private:
+  void add_op(const std::string& name, const std::string& type, Phase phase, int layer, std::vector<TensorId> inputs,
+              std::vector<TensorId> outputs, double flops, double workspace, SplitDims split);
+  // A gradient for `of` (same shape and batch axis), named after it.
+  TensorId gradient_like(const std::string& name, TensorId of, TensorKind kind);
+  // Adds `partial` into the gradient already recorded for `of` (an add op) or records it as the first one.
+  void accumulate(std::map<TensorId, TensorId>& gradients, TensorId of, TensorId partial, int layer,
+                  const SplitDims& split);
+
+  Trace trace_;
+  Roofline roofline_;
+  std::size_t element_bytes_ = 4;
+  std::vector<std::size_t> forward_ops_;
+  std::map<TensorId, TensorId> grad_of_;        // activation -> its gradient so far
+  std::map<TensorId, TensorId> weight_grad_of_; // weight -> its gradient so far
+  std::vector<TensorId> updated_weights_;       // in the order their first gradient appears: the updates' order
+  std::map<TensorId, int> layer_of_weight_;
+};
+
+} // namespace memsim
