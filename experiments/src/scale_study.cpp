@@ -128,13 +128,6 @@ Trace workload_at(const ScaleStudy& study, std::int64_t value)
   });
 }
 
-std::int64_t batch_at(const ScaleStudy& study, std::int64_t value)
-{
-  const ParamValues values = values_at(study, value);
-  return values.contains("batch") && values.at("batch").is_number_integer() ? values.at("batch").get<std::int64_t>()
-                                                                             : 1;
-}
-
 ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
 {
   const Trace trace = workload_at(study, value);
@@ -157,7 +150,8 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
     return outcome;
   }
   outcome.iteration_time_s = run.metrics.iteration_time_s;
-  outcome.samples_per_s = static_cast<double>(batch_at(study, value)) / run.metrics.iteration_time_s;
+  // The core's figure (the trace's batch over the steady iteration time); 0 when the trace says no batch.
+  outcome.samples_per_s = run.metrics.samples_per_s.value_or(0);
   outcome.feasible = true;
   if (study.min_samples_per_s && outcome.samples_per_s < *study.min_samples_per_s) {
     outcome.feasible = false;

@@ -113,7 +113,9 @@ const bool kTestChainRegistered = [] {
       "test-chain", "6-layer chain, activations of 1 MB x batch (tests only)",
       {ParamSpec{"batch", ParamType::integer, "samples", 1, 1.0, std::nullopt, {}, ""}},
       [](const ParamValues& values, const RooflineFor&) {
-        return test::make_chain(6, values.at("batch").get<std::uint64_t>() * 1'000'000);
+        Trace trace = test::make_chain(6, values.at("batch").get<std::uint64_t>() * 1'000'000);
+        trace.source.batch = values.at("batch").get<int>();
+        return trace;
       }});
   return true;
 }();

@@ -50,8 +50,6 @@ std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, con
 
 // The workload at one value of the axis (generated on the machine's first GPU).
 Trace workload_at(const ScaleStudy& study, std::int64_t value);
-// The batch size of the workload at `value` (samples per iteration, for samples/s).
-std::int64_t batch_at(const ScaleStudy& study, std::int64_t value);
 
 // Plan + simulate at one value. InputErrors (a bad generator value) propagate; infeasibility is an outcome.
 ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value);
