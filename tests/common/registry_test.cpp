@@ -91,8 +91,8 @@ TEST(Registry, BothPlacesAreTheCallersLines)
   registry.add(widget("a"));
   const unsigned second = __LINE__ + 1;
   const std::string message = error_of([&] { registry.add(widget("a")); });
-  EXPECT_EQ(message, fmt::format("widget 'a' is registered twice: at {}:{} and at {}:{}", __FILE__, first, __FILE__,
-                                 second));
+  EXPECT_EQ(message,
+            fmt::format("widget 'a' is registered twice: at {}:{} and at {}:{}", __FILE__, first, __FILE__, second));
 }
 
 TEST(RegistryDeathTest, StaticDuplicateRegistrationAbortsWithTheMessage)

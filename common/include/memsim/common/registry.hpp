@@ -122,8 +122,7 @@ private:
 
 // A static registration: a duplicate name is a bug, so it stops the program before main with the message.
 template <class Entry>
-bool register_or_abort(Registry<Entry>& registry, Entry entry,
-                       SourcePlace where = SourcePlace::current())
+bool register_or_abort(Registry<Entry>& registry, Entry entry, SourcePlace where = SourcePlace::current())
 {
   try {
     registry.add(std::move(entry), where);
