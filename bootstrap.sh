@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # memsim set-up on Debian 12: install what is missing (apt), configure, build, then
 #   ./bootstrap.sh quickstart [OUT]   run configs/experiments/quickstart.yaml (default OUT: out/quickstart)
-#   ./bootstrap.sh test               run the whole test suite (release build, then the ASan+UBSan build)
+#   ./bootstrap.sh test               run the whole test suite (release build, then a clang 14 build and its unit
+#                                     tests, then the ASan+UBSan build)
 #   ./bootstrap.sh build              set up and build only
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-packages=(cmake ninja-build g++ pkg-config
+packages=(cmake ninja-build g++ clang-14 clang-format-14 pkg-config
           libsimgrid-dev libboost-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
           zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
           python3-matplotlib python3-numpy python3-torch
@@ -50,6 +51,10 @@ case "$mode" in
   test)
     build release
     ctest --preset release -j "$jobs"
+    if [ "${MEMSIM_SKIP_CLANG:-0}" != 1 ]; then
+      build clang # warnings are errors here too
+      ctest --preset clang -j "$jobs" -L unit
+    fi
     if [ "${MEMSIM_SKIP_SANITIZERS:-0}" != 1 ]; then
       build debug
       ctest --preset debug -j "$jobs" -LE 'slow|slurm'  # the Slurm cluster test runs once, in the release pass

@@ -48,6 +48,8 @@ double apply_suffix(std::string_view text, std::string_view what, const std::arr
 }
 
 constexpr double kKiB = 1024.0;
+// clang-format 14 takes `kKiB * kKiB` in this table for a declaration and writes `kKiB* kKiB`.
+// clang-format off
 constexpr std::array<Suffix, 10> kByteSuffixes{{{"", 1},
                                                 {"B", 1},
                                                 {"KB", 1e3},
@@ -58,6 +60,7 @@ constexpr std::array<Suffix, 10> kByteSuffixes{{{"", 1},
                                                 {"MiB", kKiB * kKiB},
                                                 {"GiB", kKiB * kKiB * kKiB},
                                                 {"TiB", kKiB * kKiB * kKiB * kKiB}}};
+// clang-format on
 
 } // namespace
 

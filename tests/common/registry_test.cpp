@@ -84,6 +84,17 @@ TEST(Registry, DuplicateNameThrowsNamingBothRegistrations)
   EXPECT_EQ(registry.all().size(), 2u);
 }
 
+TEST(Registry, BothPlacesAreTheCallersLines)
+{
+  Registry<WidgetInfo> registry("widget");
+  const unsigned first = __LINE__ + 1;
+  registry.add(widget("a"));
+  const unsigned second = __LINE__ + 1;
+  const std::string message = error_of([&] { registry.add(widget("a")); });
+  EXPECT_EQ(message,
+            fmt::format("widget 'a' is registered twice: at {}:{} and at {}:{}", __FILE__, first, __FILE__, second));
+}
+
 TEST(RegistryDeathTest, StaticDuplicateRegistrationAbortsWithTheMessage)
 {
   GTEST_FLAG_SET(death_test_style, "threadsafe");

@@ -64,14 +64,17 @@ double exhaustive_remat(const Problem& problem)
     if (gradient == 0)
       return time;
     const int used = in_use(kept, all, gradient);
-    auto relax = [&](State next, double cost) {
+    // Bindings are captured by init-captures: clang 14 cannot capture a structured binding.
+    auto relax = [&, time = time](State next, double cost) {
       auto found = distance.find(next);
       if (found == distance.end() || time + cost < found->second - 1e-12) {
         distance[next] = time + cost;
         queue.push({time + cost, next});
       }
     };
-    auto available = [&](int layer) { return layer == 0 || (kept >> layer & 1U) || (all >> layer & 1U); };
+    auto available = [kept = kept, all = all](int layer) {
+      return layer == 0 || (kept >> layer & 1U) || (all >> layer & 1U);
+    };
     for (int l = 1; l <= gradient; ++l) {
       const Stage& stage = problem.stage(l);
       const unsigned bit = 1U << l;
