@@ -10,7 +10,8 @@ cd "$(dirname "$0")"
 packages=(cmake ninja-build g++ pkg-config
           libsimgrid-dev libboost-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
           zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-          python3-matplotlib python3-numpy python3-torch)
+          python3-matplotlib python3-numpy python3-torch
+          clang-14 libclang-rt-14-dev)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -27,7 +27,7 @@ std::pair<double, std::string_view> split_number(std::string_view text, std::str
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end == text.data())
     throw std::invalid_argument(fmt::format("'{}' is not a {}: it must start with a number", text, what));
-  if (!std::isfinite(value) || value < 0)
+  if (!std::isfinite(value) || std::signbit(value)) // "-0" is negative too
     throw std::invalid_argument(fmt::format("'{}' is not a {}: it must be finite and not negative", text, what));
   std::string_view suffix(end, static_cast<std::size_t>(text.data() + text.size() - end));
   while (!suffix.empty() && suffix.front() == ' ')
