@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
   using namespace memsim;

@@ -159,9 +159,9 @@ nlohmann::json parse_param_assignments(std::string_view kind, std::string_view c
                                           valid_params(specs)));
     try {
       params[key] = parse_param_value(*spec, text);
-    } catch (const std::exception& error) {
-      throw InputError(where, fmt::format("'{}': '{}' is not a valid {} for parameter '{}' ({})", assignment, text,
-                                          to_string(spec->type), key, error.what()));
+    } catch (const std::exception&) {
+      throw InputError(where, fmt::format("'{}': '{}' is not a valid {} for parameter '{}'", assignment, text,
+                                          to_string(spec->type), key));
     }
   }
   return params;

@@ -42,9 +42,9 @@ nlohmann::json ParamOptions::given() const
     nlohmann::json value;
     try {
       value = parse_param_value(bound.spec, bound.text);
-    } catch (const std::exception& error) {
+    } catch (const std::exception&) {
       throw InputError(command_line_flag(bound.spec),
-                       fmt::format("'{}' is not a valid {} ({})", bound.text, to_string(bound.spec.type), error.what()));
+                       fmt::format("'{}' is not a valid {}", bound.text, to_string(bound.spec.type)));
     }
     if (auto problem = param_value_problem(bound.spec, value)) // the range, named at the flag
       throw InputError(command_line_flag(bound.spec), *problem);
