@@ -94,7 +94,10 @@ double parse_duration(std::string_view text)
 {
   static constexpr std::array<Suffix, 6> suffixes{
       {{"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"min", 60}}};
-  return apply_suffix(text, "duration", suffixes, "s, ms, us, ns, min; e.g. 2us");
+  const double seconds = apply_suffix(text, "duration", suffixes, "s, ms, us, ns, min; e.g. 2us");
+  if (seconds > 1e9) // the limit on simulated times (README, Limits)
+    throw std::invalid_argument(fmt::format("'{}' is too long a duration (at most 1e9 s)", text));
+  return seconds;
 }
 
 double parse_number(std::string_view text)
