@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -238,6 +239,11 @@ void check_trace(const Trace& trace, Where where)
   // Simulated clocks must keep sub-microsecond steps: an iteration's op times add up to at most kMaxTotalSeconds.
   double total_seconds = 0;
   for (const Op& op : trace.ops) {
+    // As the loader reads them (an importer's trace is checked here too): finite and not negative.
+    if (!(op.time_s >= 0) || !std::isfinite(op.time_s))
+      throw InputError(where(fmt::format("/ops/{}/time_s", op.id)), "time_s must not be negative");
+    if (op.cpu_time_s && (!(*op.cpu_time_s >= 0) || !std::isfinite(*op.cpu_time_s)))
+      throw InputError(where(fmt::format("/ops/{}/cpu_time_s", op.id)), "cpu_time_s must not be negative");
     total_seconds += op.time_s + op.cpu_time_s.value_or(0.0);
     if (total_seconds > kMaxTotalSeconds)
       throw InputError(where(fmt::format("/ops/{}/time_s", op.id)),

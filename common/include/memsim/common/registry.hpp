@@ -11,13 +11,29 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <source_location>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace memsim {
+
+// Where a registration is written. std::source_location would do, but libstdc++'s needs a builtin that clang 14
+// lacks; __builtin_FILE and __builtin_LINE in default arguments give the caller's place in g++ and clang alike.
+class SourcePlace {
+public:
+  static constexpr SourcePlace current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())
+  {
+    return SourcePlace(file, line);
+  }
+  constexpr const char* file_name() const { return file_; }
+  constexpr unsigned line() const { return line_; }
+
+private:
+  constexpr SourcePlace(const char* file, unsigned line) : file_(file), line_(line) {}
+  const char* file_;
+  unsigned line_;
+};
 
 template <class Callable>
 struct Component {
@@ -41,7 +57,7 @@ public:
   const std::string& kind() const { return kind_; }
 
   // Throws DuplicateRegistration naming both registrations when the name is taken.
-  void add(Entry entry, std::source_location where = std::source_location::current())
+  void add(Entry entry, SourcePlace where = SourcePlace::current())
   {
     const std::string here = fmt::format("{}:{}", where.file_name(), where.line());
     auto found = entries_.find(entry.name);
@@ -107,7 +123,7 @@ private:
 // A static registration: a duplicate name is a bug, so it stops the program before main with the message.
 template <class Entry>
 bool register_or_abort(Registry<Entry>& registry, Entry entry,
-                       std::source_location where = std::source_location::current())
+                       SourcePlace where = SourcePlace::current())
 {
   try {
     registry.add(std::move(entry), where);
