@@ -98,7 +98,9 @@ std::vector<Node::Entry> Node::checked_entries() const
     const Node key(entry.first, source_, key_path_);
     if (!is_name_key(entry.first))
       key.fail(fmt::format("a key must be a name (a letter or '_' first), found {}",
-                           entry.first.IsScalar() ? fmt::format("'{}'", entry.first.Scalar()) : "a list or mapping"));
+                           entry.first.IsScalar() ? fmt::format("'{}'", entry.first.Scalar())
+                           : entry.first.IsNull() ? "null"
+                                                  : "a list or mapping"));
     if (!seen.insert(entry.first.Scalar()).second) // an alias (*a) repeats its anchor's key
       key.fail(fmt::format("duplicate key '{}'", entry.first.Scalar()));
     result.push_back(Entry{entry.first.Scalar(), entry.first, entry.second});
