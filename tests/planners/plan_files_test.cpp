@@ -15,9 +15,9 @@
 namespace memsim {
 namespace {
 
-// The largest weight whose sum with the trace's other sizes (4500 bytes of tensors, 100 of workspace) still fits in
-// 64 bits, as the loader requires (README, Limits).
-constexpr std::uint64_t kLargestWeight = std::numeric_limits<std::uint64_t>::max() - 4600;
+// A weight so large that the trace's sizes only just fit in 64 bits, as the loader requires (README, Limits), with
+// room for the other tensors as the tests below edit them.
+constexpr std::uint64_t kLargestWeight = std::numeric_limits<std::uint64_t>::max() - (std::uint64_t{1} << 32);
 
 Trace full_trace()
 {
