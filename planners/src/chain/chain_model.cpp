@@ -314,7 +314,7 @@ Plan emit_plan(const TraceAnalysis& analysis, const TraceChain& chain, const Exp
       int last_read = -1;
       std::optional<std::size_t> pending_offload;
       std::optional<std::size_t> started_by_prefetch;
-      auto close = [&]() {
+      auto close = [&, id = id]() { // clang 14 cannot capture a structured binding
         if (!live)
           return;
         if (pending_offload) {
