@@ -47,7 +47,7 @@ public:
       record.line = line;
       try {
         record.value = json::parse(content.begin(), content.end());
-      } catch (const json::parse_error& error) {
+      } catch (const json::exception& error) { // a syntax error, or a number beyond a double
         std::string message = error.what();
         if (auto cut = message.find("]: "); cut != std::string::npos)
           message = message.substr(cut + 3);
