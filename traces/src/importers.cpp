@@ -46,11 +46,11 @@ public:
       DtrRecord record;
       record.line = line;
       try {
-        record.value = json::parse(content.begin(), content.end());
-      } catch (const json::exception& error) { // a syntax error, or a number beyond a double
-        std::string message = error.what();
-        if (auto cut = message.find("]: "); cut != std::string::npos)
-          message = message.substr(cut + 3);
+        record.value = json_io::parse_text(content, file_); // json_io's limits (nesting, numbers) per line
+      } catch (const InputError& error) {
+        std::string message = error.message();
+        if (message.starts_with("invalid JSON: "))
+          message = message.substr(std::string_view("invalid JSON: ").size());
         throw InputError(where(line), fmt::format("invalid JSON (truncated log?): {}", message));
       }
       if (!record.value.is_object())
