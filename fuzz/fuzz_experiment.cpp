@@ -6,6 +6,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
 {
   const auto path = memsim::fuzz::input_file(data, size, ".yaml", "experiment");
-  memsim::fuzz::expect_located_errors([&] { memsim::load_experiment(path, MEMSIM_FUZZ_PRESETS); });
+  memsim::fuzz::expect_located_errors([&] { memsim::experiments::load_experiment(path, MEMSIM_FUZZ_PRESETS); });
   return 0;
 }
