@@ -303,6 +303,22 @@ std::uint64_t Node::as_uint() const
   return static_cast<std::uint64_t>(number);
 }
 
+std::int64_t Node::as_int_in(std::int64_t min, std::int64_t max) const
+{
+  const std::int64_t number = as_int();
+  if (number < min || number > max)
+    fail(fmt::format("expected an integer from {} to {}, found {}", min, max, number));
+  return number;
+}
+
+double Node::as_non_negative() const
+{
+  const double number = as_number();
+  if (number < 0)
+    fail(fmt::format("expected a number that is not negative, found {}", number));
+  return number;
+}
+
 bool Node::as_bool() const
 {
   if (!value_.is_bool())
@@ -329,6 +345,11 @@ std::uint64_t Node::get_uint(const char* key, std::uint64_t fallback) const
 {
   auto found = find(key);
   return found ? found->as_uint() : fallback;
+}
+std::int64_t Node::get_int_in(const char* key, std::int64_t fallback, std::int64_t min, std::int64_t max) const
+{
+  auto found = find(key);
+  return found ? found->as_int_in(min, max) : fallback;
 }
 
 void Node::expect_format(const char* format, int version) const

@@ -1,5 +1,7 @@
 #include "memsim/common/json_io.hpp"
 
+#include "json_syntax_error.hpp"
+
 #include "memsim/common/error.hpp"
 #include "memsim/common/files.hpp"
 
@@ -11,16 +13,32 @@
 
 namespace memsim::json_io {
 
+namespace {
+constexpr std::size_t kMaxJsonDepth = 1024; // as simdjson's default (README, Limits)
+} // namespace
+
 Json parse_text(std::string_view text, const std::string& source_name)
 {
+  // Deeper documents are refused as the simdjson loaders refuse them (dump() and the destructor would recurse).
+  struct TooDeep {};
+  const Json::parser_callback_t depth_limit = [](int depth, Json::parse_event_t, Json&) {
+    if (static_cast<std::size_t>(depth) > kMaxJsonDepth)
+      throw TooDeep{};
+    return true;
+  };
   try {
-    return Json::parse(text.begin(), text.end());
+    return Json::parse(text.begin(), text.end(), depth_limit);
+  } catch (const TooDeep&) {
+    fast_json::detail::throw_syntax_error(text, source_name, "nesting too deep", kMaxJsonDepth);
   } catch (const Json::parse_error& error) {
     // nlohmann's message repeats the position; keep only the part after "]: " when present.
     std::string message = error.what();
     if (auto cut = message.find("]: "); cut != std::string::npos)
       message = message.substr(cut + 3);
     throw InputError(fmt::format("{}: byte {}", source_name, error.byte), "invalid JSON: " + message);
+  } catch (const Json::exception& error) {
+    // A number beyond a double (1e400) is an out_of_range error without a position: locate it as fast_json does.
+    fast_json::detail::throw_syntax_error(text, source_name, error.what(), kMaxJsonDepth);
   }
 }
 

@@ -33,9 +33,16 @@ std::string bound_text(const std::optional<double>& bound, const char* none)
 nlohmann::json checked_value(std::string_view kind, std::string_view component, const ParamSpec& spec,
                              const nlohmann::json& value)
 {
-  auto fail = [&](const std::string& why) -> nlohmann::json {
-    throw InputError("", fmt::format("parameter '{}' of {} '{}': {}", spec.name, kind, component, why));
-  };
+  if (auto problem = param_value_problem(spec, value))
+    throw InputError("", fmt::format("parameter '{}' of {} '{}': {}", spec.name, kind, component, *problem));
+  return value;
+}
+
+} // namespace
+
+std::optional<std::string> param_value_problem(const ParamSpec& spec, const nlohmann::json& value)
+{
+  auto fail = [](const std::string& why) -> std::optional<std::string> { return why; };
   switch (spec.type) {
   case ParamType::integer:
     if (!value.is_number_integer())
@@ -48,23 +55,22 @@ nlohmann::json checked_value(std::string_view kind, std::string_view component, 
   case ParamType::boolean:
     if (!value.is_boolean())
       return fail(fmt::format("expected true or false, found {}", value.dump()));
-    return value;
+    return std::nullopt;
   case ParamType::string:
     if (!value.is_string())
       return fail(fmt::format("expected a string, found {}", value.dump()));
     if (!spec.choices.empty() &&
         std::find(spec.choices.begin(), spec.choices.end(), value.get<std::string>()) == spec.choices.end())
       return fail(fmt::format("'{}' is not one of {}", value.get<std::string>(), fmt::join(spec.choices, ", ")));
-    return value;
+    return std::nullopt;
   }
   const double number = value.get<double>();
   if ((spec.min && number < *spec.min) || (spec.max && number > *spec.max))
     return fail(fmt::format("{} is outside [{}, {}]", value.dump(), bound_text(spec.min, "-inf"),
                             bound_text(spec.max, "inf")));
-  return value;
+  return std::nullopt;
 }
 
-} // namespace
 
 std::string_view to_string(ParamType type)
 {

@@ -27,7 +27,7 @@ std::pair<double, std::string_view> split_number(std::string_view text, std::str
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end == text.data())
     throw std::invalid_argument(fmt::format("'{}' is not a {}: it must start with a number", text, what));
-  if (!std::isfinite(value) || value < 0)
+  if (!std::isfinite(value) || std::signbit(value)) // "-0" is negative too
     throw std::invalid_argument(fmt::format("'{}' is not a {}: it must be finite and not negative", text, what));
   std::string_view suffix(end, static_cast<std::size_t>(text.data() + text.size() - end));
   while (!suffix.empty() && suffix.front() == ' ')
@@ -97,7 +97,10 @@ double parse_duration(std::string_view text)
 {
   static constexpr std::array<Suffix, 6> suffixes{
       {{"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"min", 60}}};
-  return apply_suffix(text, "duration", suffixes, "s, ms, us, ns, min; e.g. 2us");
+  const double seconds = apply_suffix(text, "duration", suffixes, "s, ms, us, ns, min; e.g. 2us");
+  if (seconds > 1e9) // the limit on simulated times (README, Limits)
+    throw std::invalid_argument(fmt::format("'{}' is too long a duration (at most 1e9 s)", text));
+  return seconds;
 }
 
 double parse_number(std::string_view text)

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <set>
 #include <stdexcept>
 
 namespace memsim::yaml_io {
@@ -15,7 +17,10 @@ YAML::Node read_file(const std::filesystem::path& path)
   if (!std::filesystem::exists(path))
     throw InputError(path.string(), "no such file");
   try {
-    return YAML::LoadFile(path.string());
+    YAML::Node document = YAML::LoadFile(path.string());
+    if (document.IsNull())
+      throw InputError(path.string() + ":1:1", "the file holds no YAML document (expected a mapping of keys)");
+    return document;
   } catch (const YAML::BadFile&) {
     throw InputError(path.string(), "cannot open file");
   } catch (const YAML::ParserException& error) {
@@ -68,13 +73,46 @@ void Node::expect_map() const
     fail("expected a mapping (key: value)");
 }
 
-std::vector<std::pair<std::string, Node>> Node::entries() const
+namespace {
+
+// A key is a name: a plain scalar starting with a letter or '_' (not null, a boolean, a number, a list or a map).
+bool is_name_key(const YAML::Node& key)
+{
+  if (!key.IsScalar())
+    return false;
+  const std::string& text = key.Scalar();
+  static const std::set<std::string> reserved{"null", "Null", "NULL", "true",  "True",  "TRUE",
+                                              "false", "False", "FALSE", "yes", "no", "on", "off"};
+  return !text.empty() && (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_') &&
+         !reserved.count(text);
+}
+
+} // namespace
+
+std::vector<Node::Entry> Node::checked_entries() const
 {
   expect_map();
-  std::vector<std::pair<std::string, Node>> result;
+  std::vector<Entry> result;
+  std::set<std::string> seen;
   for (const auto& entry : value_) {
-    auto key = entry.first.as<std::string>();
-    result.emplace_back(key, Node(entry.second, source_, key_path_.empty() ? key : key_path_ + "." + key));
+    const Node key(entry.first, source_, key_path_);
+    if (!is_name_key(entry.first))
+      key.fail(fmt::format("a key must be a name (a letter or '_' first), found {}",
+                           entry.first.IsScalar() ? fmt::format("'{}'", entry.first.Scalar())
+                           : entry.first.IsNull() ? "null"
+                                                  : "a list or mapping"));
+    if (!seen.insert(entry.first.Scalar()).second) // an alias (*a) repeats its anchor's key
+      key.fail(fmt::format("duplicate key '{}'", entry.first.Scalar()));
+    result.push_back(Entry{entry.first.Scalar(), entry.first, entry.second});
+  }
+  return result;
+}
+
+std::vector<std::pair<std::string, Node>> Node::entries() const
+{
+  std::vector<std::pair<std::string, Node>> result;
+  for (const auto& [key, key_node, value] : checked_entries()) {
+    result.emplace_back(key, Node(value, source_, key_path_.empty() ? key : key_path_ + "." + key));
   }
   return result;
 }
@@ -86,14 +124,12 @@ void Node::only_keys(std::initializer_list<std::string_view> allowed) const
 
 void Node::only_keys(const std::vector<std::string>& allowed) const
 {
-  expect_map();
-  for (const auto& entry : value_) {
-    auto key = entry.first.as<std::string>();
+  for (const auto& [key, key_node, value] : checked_entries()) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       std::string valid;
       for (auto name : allowed)
         valid += (valid.empty() ? "" : ", ") + name;
-      Node(entry.first, source_, key_path_).fail(fmt::format("unknown key '{}' (valid keys: {})", key, valid));
+      Node(key_node, source_, key_path_).fail(fmt::format("unknown key '{}' (valid keys: {})", key, valid));
     }
   }
 }

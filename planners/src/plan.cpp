@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace memsim {
 namespace {
@@ -34,6 +35,13 @@ constexpr std::array<std::pair<Placement, std::string_view>, 3> kPlacements{{
     {Placement::host, "host"},
     {Placement::none, "none"},
 }};
+
+// Devices, instances, peers and iterations are ints in memory: larger values are refused, not wrapped.
+constexpr std::int64_t kMinIndex = std::numeric_limits<int>::min();
+constexpr std::int64_t kMaxIndex = std::numeric_limits<int>::max();
+
+// The executor keeps a residency slot per (instance, tensor) on every GPU and the host: at most 2^28 (README, Limits).
+constexpr double kMaxResidencySlots = 0x1p28;
 
 // Steps that may run on the host (device -1).
 bool may_run_on_host(StepKind kind)
@@ -67,7 +75,7 @@ Step read_step(const fast_json::Node& node, std::size_t index)
   if (!parsed)
     node.at("kind").fail(fmt::format("unknown step kind '{}' (valid: {})", kind, step_kind_names()));
   step.kind = *parsed;
-  step.device = static_cast<int>(node.get_int("device", 0));
+  step.device = static_cast<int>(node.get_int_in("device", 0, kMinIndex, kMaxIndex));
   if (step.device < kHostDevice)
     node.at("device").fail("device must be a GPU index or -1 (the host)");
   if (step.device == kHostDevice && !may_run_on_host(step.kind))
@@ -87,7 +95,7 @@ Step read_step(const fast_json::Node& node, std::size_t index)
     default: step.stream = "compute"; break;
     }
   }
-  step.instance = static_cast<int>(node.get_int("instance", 0));
+  step.instance = static_cast<int>(node.get_int_in("instance", 0, kMinIndex, kMaxIndex));
   if (step.instance < 0)
     node.at("instance").fail("instance must not be negative");
   if (step_names_op(step.kind)) {
@@ -100,10 +108,10 @@ Step read_step(const fast_json::Node& node, std::size_t index)
       node.at("op").fail(fmt::format("a {} step names a tensor, not an op", kind));
   }
   if (node.has("peer"))
-    step.peer = static_cast<int>(node.at("peer").as_int());
+    step.peer = static_cast<int>(node.at("peer").as_int_in(kMinIndex, kMaxIndex));
   if ((step.kind == StepKind::send || step.kind == StepKind::recv) && !step.peer)
     node.fail(fmt::format("a {} step needs 'peer' (the other device)", kind));
-  step.iteration = static_cast<int>(node.get_int("iteration", 0));
+  step.iteration = static_cast<int>(node.get_int_in("iteration", 0, kMinIndex, kMaxIndex));
   if (step.iteration < 0)
     node.at("iteration").fail("iteration must not be negative");
   if (is_view(step.kind)) {
@@ -120,7 +128,7 @@ Step read_step(const fast_json::Node& node, std::size_t index)
     if (group.size() == 0)
       group.fail(fmt::format("a {} step needs a group of at least one device", kind));
     for (std::size_t i = 0; i < group.size(); ++i) {
-      const auto device = static_cast<int>(group.item(i).as_int());
+      const auto device = static_cast<int>(group.item(i).as_int_in(kMinIndex, kMaxIndex));
       if (std::find(step.group.begin(), step.group.end(), device) != step.group.end())
         group.item(i).fail(fmt::format("device {} appears twice in the group", device));
       step.group.push_back(device);
@@ -160,7 +168,7 @@ PlacementRule read_placement_rule(const fast_json::Node& node)
     node.at("where").fail(fmt::format("unknown placement '{}' (valid: device, host, none)", where));
   rule.where = found->first;
   if (node.has("instance")) {
-    rule.instance = static_cast<int>(node.at("instance").as_int());
+    rule.instance = static_cast<int>(node.at("instance").as_int_in(kMinIndex, kMaxIndex));
     if (*rule.instance < 0)
       node.at("instance").fail("instance must not be negative");
   }
@@ -228,7 +236,7 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
     auto estimate = root.at("estimate");
     estimate.expect_object();
     if (estimate.has("iteration_time_s"))
-      plan.estimate.iteration_time_s = estimate.at("iteration_time_s").as_number();
+      plan.estimate.iteration_time_s = estimate.at("iteration_time_s").as_non_negative();
     if (estimate.has("peak_bytes"))
       plan.estimate.peak_bytes = estimate.at("peak_bytes").as_uint();
   }
@@ -384,6 +392,7 @@ void validate_plan(const Plan& plan, const Trace& trace, int device_count, const
 {
   const auto op_count = static_cast<std::int64_t>(trace.ops.size() + plan.extra_ops.size());
   const auto tensor_count = static_cast<std::int64_t>(trace.tensors.size() + plan.extra_tensors.size());
+  const auto step_count = static_cast<std::int64_t>(plan.steps.size());
   for (std::size_t i = 0; i < plan.extra_tensors.size(); ++i)
     if (plan.extra_tensors[i].id != static_cast<std::int64_t>(trace.tensors.size() + i))
       throw InputError(fmt::format("{}: at /extra_tensors/{}/id", source_name, i),
@@ -392,11 +401,28 @@ void validate_plan(const Plan& plan, const Trace& trace, int device_count, const
     if (plan.extra_ops[i].id != static_cast<std::int64_t>(trace.ops.size() + i))
       throw InputError(fmt::format("{}: at /extra_ops/{}/id", source_name, i),
                        fmt::format("extra op ids continue the trace's: expected {}", trace.ops.size() + i));
+  // Extra ops read and write the trace's tensors and the extra ones: nothing else exists to the executor.
+  for (std::size_t i = 0; i < plan.extra_ops.size(); ++i)
+    for (const auto& [key, ids] : {std::pair{"inputs", &plan.extra_ops[i].inputs},
+                                   std::pair{"outputs", &plan.extra_ops[i].outputs}})
+      for (std::size_t k = 0; k < ids->size(); ++k)
+        if ((*ids)[k] < 0 || (*ids)[k] >= tensor_count)
+          throw InputError(fmt::format("{}: at /extra_ops/{}/{}/{}", source_name, i, key, k),
+                           fmt::format("no tensor with id {} in trace '{}' or the plan's extra_tensors", (*ids)[k],
+                                       trace.name));
   for (const Step& step : plan.steps) {
     auto where = [&](const char* key) { return fmt::format("{}: at /steps/{}/{}", source_name, step.id, key); };
     if (step.device >= device_count)
       throw InputError(where("device"),
                        fmt::format("device {} does not exist (the machine has {} GPU(s))", step.device, device_count));
+    if (step.instance >= step_count)
+      throw InputError(where("instance"), fmt::format("instance {} is not below the plan's step count {}",
+                                                      step.instance, step_count));
+    if ((step.instance + 1.0) * static_cast<double>(tensor_count) * (device_count + 1.0) > kMaxResidencySlots)
+      throw InputError(where("instance"),
+                       fmt::format("{} instances × {} tensors × {} memories (GPUs and the host) exceed the limit of {:g} "
+                                   "residency slots",
+                                   step.instance + 1, tensor_count, device_count + 1, kMaxResidencySlots));
     if (step.peer && (*step.peer < 0 || *step.peer >= device_count || *step.peer == step.device))
       throw InputError(where("peer"), fmt::format("peer {} is not another GPU of the machine", *step.peer));
     if (step.op && (*step.op < 0 || *step.op >= op_count))

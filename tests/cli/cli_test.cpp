@@ -323,7 +323,7 @@ TEST(Cli, GenChecksTypesAndRangesOfItsOptions)
   EXPECT_THAT(not_integer.output, HasSubstr("--depth: 'four' is not a valid integer"));
   const auto out_of_range = run_command(base + " --depth 0");
   EXPECT_EQ(out_of_range.exit_code, 2);
-  EXPECT_THAT(out_of_range.output, HasSubstr("parameter 'depth' of generator 'cnn': 0 is outside [1, inf]"));
+  EXPECT_THAT(out_of_range.output, HasSubstr("--depth: 0 is outside [1, inf]"));
   const auto bad_choice = run_command(base + " --dtype fp8");
   EXPECT_EQ(bad_choice.exit_code, 2);
   EXPECT_THAT(bad_choice.output, HasSubstr("'fp8' is not one of fp32, fp16, bf16"));

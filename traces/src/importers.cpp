@@ -46,11 +46,11 @@ public:
       DtrRecord record;
       record.line = line;
       try {
-        record.value = json::parse(content.begin(), content.end());
-      } catch (const json::parse_error& error) {
-        std::string message = error.what();
-        if (auto cut = message.find("]: "); cut != std::string::npos)
-          message = message.substr(cut + 3);
+        record.value = json_io::parse_text(content, file_); // json_io's limits (nesting, numbers) per line
+      } catch (const InputError& error) {
+        std::string message = error.message();
+        if (message.starts_with("invalid JSON: "))
+          message = message.substr(std::string_view("invalid JSON: ").size());
         throw InputError(where(line), fmt::format("invalid JSON (truncated log?): {}", message));
       }
       if (!record.value.is_object())
@@ -416,6 +416,8 @@ Trace import_checkmate_graph(const std::filesystem::path& path, double seconds_p
     auto ram = node.at(ram_tag.c_str());
     if (ram.as_number() < 0)
       ram.fail(fmt::format("negative size {}", ram.value().dump()));
+    if (ram.as_number() >= 0x1p64)
+      ram.fail(fmt::format("size {} does not fit in 64 bits", ram.value().dump()));
     bytes[i] = static_cast<std::uint64_t>(ram.as_number());
     auto time = node.at(time_tag.c_str());
     if (time.as_number() < 0)
@@ -534,7 +536,7 @@ struct EgTensorRef {
 };
 
 // Schema 1.0.x encodes a tensor as [tensor_id, storage_id, offset, numel, itemsize(, device)].
-std::optional<EgTensorRef> eg_tensor(const json& value)
+std::optional<EgTensorRef> eg_tensor(const json& value, const std::string& where)
 {
   if (!value.is_array() || value.size() < 5 || value.size() > 6)
     return std::nullopt;
@@ -550,24 +552,31 @@ std::optional<EgTensorRef> eg_tensor(const json& value)
   if (offset < 0 || numel < 0 || itemsize < 0)
     return std::nullopt;
   ref.storage = storage != 0 ? storage : -tensor_id; // storage id 0: no storage recorded, key by the tensor
-  ref.end_bytes = static_cast<std::uint64_t>((offset + numel) * itemsize);
+  std::int64_t end = 0;
+  if (__builtin_add_overflow(offset, numel, &end) || __builtin_mul_overflow(end, itemsize, &end))
+    throw InputError(where, fmt::format("tensor [{}, {}, {}, {}, {}]: (offset + numel) × itemsize does not fit in "
+                                        "64 bits",
+                                        tensor_id, storage, offset, numel, itemsize));
+  ref.end_bytes = static_cast<std::uint64_t>(end);
   ref.device = value.size() == 6 && value[5].is_string() ? value[5].get<std::string>() : "";
   return ref;
 }
 
-void collect_tensors(const json& values, const json& types, std::vector<EgTensorRef>& out)
+// `where`: "file: at /nodes/K/inputs" (the list's location).
+void collect_tensors(const json& values, const json& types, const std::string& where, std::vector<EgTensorRef>& out)
 {
   if (!values.is_array())
     return;
   for (std::size_t i = 0; i < values.size(); ++i) {
     const std::string type = types.is_array() && i < types.size() && types[i].is_string() ? types[i].get<std::string>()
                                                                                           : "";
+    const std::string at = fmt::format("{}/{}", where, i);
     if (type.starts_with("Tensor")) {
-      if (auto ref = eg_tensor(values[i]))
+      if (auto ref = eg_tensor(values[i], at))
         out.push_back(*ref);
     } else if (type.starts_with("GenericList") && values[i].is_array()) {
-      for (const auto& item : values[i])
-        if (auto ref = eg_tensor(item))
+      for (std::size_t j = 0; j < values[i].size(); ++j)
+        if (auto ref = eg_tensor(values[i][j], fmt::format("{}/{}", at, j)))
           out.push_back(*ref);
     }
   }
@@ -600,18 +609,22 @@ Profile read_profile(const std::filesystem::path& path)
   if (!events->is_array())
     throw InputError(file + ": at /traceEvents", "expected a list of events");
   Profile profile;
-  for (const auto& event : *events) {
-    if (!event.is_object() || event.value("ph", "") != "X" || !event.contains("dur") || !event["dur"].is_number())
+  const std::string events_path = document.is_object() ? "/traceEvents" : "";
+  for (std::size_t i = 0; i < events->size(); ++i) {
+    const json_io::Node event(events->at(i), file, fmt::format("{}/{}", events_path, i));
+    if (!event.value().is_object() || event.get_string("ph", "") != "X" || !event.has("dur"))
       continue;
     ProfileEvent entry;
-    entry.name = event.value("name", "");
-    entry.ts = event.value("ts", 0.0);
-    entry.dur = event["dur"].get<double>();
-    entry.tid = event.contains("tid") ? event["tid"].dump() : "";
-    const json args = event.value("args", json::object());
+    entry.name = event.get_string("name", "");
+    entry.ts = event.get_number("ts", 0.0);
+    entry.dur = event.at("dur").as_number();
+    if (entry.dur < 0)
+      event.at("dur").fail(fmt::format("a duration must not be negative, found {}", entry.dur));
+    entry.tid = event.has("tid") ? event.at("tid").value().dump() : "";
+    const json args = event.has("args") ? (event.at("args").expect_object(), event.at("args").value()) : json::object();
     if (args.contains("External id") && args["External id"].is_number_integer())
       entry.external_id = args["External id"].get<std::int64_t>();
-    const std::string category = event.value("cat", "");
+    const std::string category = event.get_string("cat", "");
     if (category == "kernel" || category == "gpu_memcpy" || category == "gpu_memset") {
       if (entry.external_id >= 0)
         profile.kernel_us_by_external_id[entry.external_id] += entry.dur;
@@ -707,9 +720,11 @@ Trace import_pytorch_execution_graph(const std::filesystem::path& path,
     auto node = nodes.item(top[k]->index);
     const json empty = json::array();
     collect_tensors(node.has("inputs") ? node.at("inputs").value() : empty,
-                    node.has("input_types") ? node.at("input_types").value() : empty, reads[k]);
+                    node.has("input_types") ? node.at("input_types").value() : empty,
+                    fmt::format("{}/inputs", node.where()), reads[k]);
     collect_tensors(node.has("outputs") ? node.at("outputs").value() : empty,
-                    node.has("output_types") ? node.at("output_types").value() : empty, writes[k]);
+                    node.has("output_types") ? node.at("output_types").value() : empty,
+                    fmt::format("{}/outputs", node.where()), writes[k]);
     for (const auto* list : {&reads[k], &writes[k]})
       for (const auto& ref : *list)
         any_cuda = any_cuda || ref.device.starts_with("cuda");

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -32,6 +34,13 @@ constexpr std::array<std::pair<Phase, std::string_view>, 4> kPhases{{
     {Phase::backward, "backward"},
     {Phase::update, "update"},
 }};
+
+// Layers, iterations, split parts and axes are ints in memory: larger values are refused, not wrapped.
+constexpr std::int64_t kMinIndex = std::numeric_limits<int>::min();
+constexpr std::int64_t kMaxIndex = std::numeric_limits<int>::max();
+
+// The limit on a trace's summed op times (README, Limits): about 31 years, with a resolution of 0.2 us.
+constexpr double kMaxTotalSeconds = 1e9;
 
 template <typename Table>
 std::string valid_names(const Table& table)
@@ -119,7 +128,7 @@ Tensor read_tensor(const fast_json::Node& node, std::int64_t index)
     }
   }
   if (node.has("batch_axis")) {
-    const std::int64_t axis = node.at("batch_axis").as_int();
+    const std::int64_t axis = node.at("batch_axis").as_int_in(kMinIndex, kMaxIndex);
     if (axis < 0 || (node.has("shape") && axis >= static_cast<std::int64_t>(tensor.shape.size())))
       node.at("batch_axis").fail(fmt::format("batch_axis {} is not an axis of the shape ({} axes)", axis,
                                              tensor.shape.size()));
@@ -143,15 +152,16 @@ Op read_op(const fast_json::Node& node, std::int64_t index)
   if (!parsed)
     node.at("phase").fail(fmt::format("unknown phase '{}' (valid: {})", phase, valid_names(kPhases)));
   op.phase = *parsed;
-  op.layer = static_cast<int>(node.get_int("layer", 0));
+  op.layer = static_cast<int>(node.get_int_in("layer", 0, kMinIndex, kMaxIndex));
   op.inputs = read_id_list(node.at("inputs"));
   op.outputs = read_id_list(node.at("outputs"));
   op.workspace_bytes = node.get_uint("workspace_bytes", 0);
   if (node.has("split_of")) {
     auto from = node.at("split_of");
     from.only_keys({"op", "index", "parts", "dim"});
-    SplitOf split_of{from.at("op").as_int(), static_cast<int>(from.at("index").as_int()),
-                     static_cast<int>(from.at("parts").as_int()), from.get_string("dim", "batch")};
+    SplitOf split_of{from.at("op").as_int(), static_cast<int>(from.at("index").as_int_in(kMinIndex, kMaxIndex)),
+                     static_cast<int>(from.at("parts").as_int_in(kMinIndex, kMaxIndex)),
+                     from.get_string("dim", "batch")};
     if (split_of.parts < 1)
       from.at("parts").fail(fmt::format("parts must be at least 1, found {}", split_of.parts));
     if (split_of.index < 0 || split_of.index >= split_of.parts)
@@ -161,7 +171,7 @@ Op read_op(const fast_json::Node& node, std::int64_t index)
   if (node.has("fused_from")) {
     auto from = node.at("fused_from");
     from.only_keys({"op", "models"});
-    FusedFrom fused{from.at("op").as_int(), static_cast<int>(from.at("models").as_int())};
+    FusedFrom fused{from.at("op").as_int(), static_cast<int>(from.at("models").as_int_in(kMinIndex, kMaxIndex))};
     if (fused.models < 1)
       from.at("models").fail(fmt::format("models must be at least 1, found {}", fused.models));
     op.fused_from = fused;
@@ -178,13 +188,13 @@ Op read_op(const fast_json::Node& node, std::int64_t index)
     if (*op.cpu_time_s < 0)
       node.at("cpu_time_s").fail("cpu_time_s must not be negative");
   }
-  op.iteration = static_cast<int>(node.get_int("iteration", 0));
+  op.iteration = static_cast<int>(node.get_int_in("iteration", 0, kMinIndex, kMaxIndex));
   if (op.iteration < 0)
     node.at("iteration").fail("iteration must not be negative");
   if (node.has("flops"))
-    op.flops = node.at("flops").as_number();
+    op.flops = node.at("flops").as_non_negative();
   if (node.has("bytes_accessed"))
-    op.bytes_accessed = node.at("bytes_accessed").as_number();
+    op.bytes_accessed = node.at("bytes_accessed").as_non_negative();
   if (node.has("split")) {
     auto split = node.at("split");
     for (std::size_t i = 0; i < split.size(); ++i)
@@ -216,6 +226,29 @@ void check_trace(const Trace& trace, Where where)
 {
   const auto tensor_count = static_cast<std::int64_t>(trace.tensors.size());
   const auto op_count = static_cast<std::int64_t>(trace.ops.size());
+  // Peaks and totals are sums of sizes: every sum of the trace's sizes must fit in 64 bits.
+  std::uint64_t total_bytes = 0;
+  for (const Tensor& tensor : trace.tensors)
+    if (__builtin_add_overflow(total_bytes, tensor.bytes, &total_bytes))
+      throw InputError(where(fmt::format("/tensors/{}/bytes", tensor.id)),
+                       "the tensors' sizes add up to more than 2^64 - 1 bytes");
+  for (const Op& op : trace.ops)
+    if (__builtin_add_overflow(total_bytes, op.workspace_bytes, &total_bytes))
+      throw InputError(where(fmt::format("/ops/{}/workspace_bytes", op.id)),
+                       "the tensors' and workspaces' sizes add up to more than 2^64 - 1 bytes");
+  // Simulated clocks must keep sub-microsecond steps: an iteration's op times add up to at most kMaxTotalSeconds.
+  double total_seconds = 0;
+  for (const Op& op : trace.ops) {
+    // As the loader reads them (an importer's trace is checked here too): finite and not negative.
+    if (!(op.time_s >= 0) || !std::isfinite(op.time_s))
+      throw InputError(where(fmt::format("/ops/{}/time_s", op.id)), "time_s must not be negative");
+    if (op.cpu_time_s && (!(*op.cpu_time_s >= 0) || !std::isfinite(*op.cpu_time_s)))
+      throw InputError(where(fmt::format("/ops/{}/cpu_time_s", op.id)), "cpu_time_s must not be negative");
+    total_seconds += op.time_s + op.cpu_time_s.value_or(0.0);
+    if (total_seconds > kMaxTotalSeconds)
+      throw InputError(where(fmt::format("/ops/{}/time_s", op.id)),
+                       fmt::format("the ops' times (time_s + cpu_time_s) add up to more than {:g} s", kMaxTotalSeconds));
+  }
   std::vector<std::int64_t> producer(trace.tensors.size(), -1);
   for (const Op& op : trace.ops) {
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {

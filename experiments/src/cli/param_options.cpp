@@ -39,12 +39,16 @@ nlohmann::json ParamOptions::given() const
       values[bound.spec.name] = bound.flag;
       continue;
     }
+    nlohmann::json value;
     try {
-      values[bound.spec.name] = parse_param_value(bound.spec, bound.text);
+      value = parse_param_value(bound.spec, bound.text);
     } catch (const std::exception&) {
       throw InputError(command_line_flag(bound.spec),
                        fmt::format("'{}' is not a valid {}", bound.text, to_string(bound.spec.type)));
     }
+    if (auto problem = param_value_problem(bound.spec, value)) // the range, named at the flag
+      throw InputError(command_line_flag(bound.spec), *problem);
+    values[bound.spec.name] = std::move(value);
   }
   return values;
 }

@@ -61,12 +61,17 @@ public:
   std::int64_t as_int() const;
   std::uint64_t as_uint() const;
   bool as_bool() const;
+  // Bounded values (the documented limits, README "Limits"): an integer in [min, max] (an index that fits an int,
+  // an id below the document's count), a finite number that is not negative (a time, a size, a count of flops).
+  std::int64_t as_int_in(std::int64_t min, std::int64_t max) const;
+  double as_non_negative() const;
 
   // Optional members with defaults.
   std::string get_string(const char* key, const std::string& fallback) const;
   double get_number(const char* key, double fallback) const;
   std::int64_t get_int(const char* key, std::int64_t fallback) const;
   std::uint64_t get_uint(const char* key, std::uint64_t fallback) const;
+  std::int64_t get_int_in(const char* key, std::int64_t fallback, std::int64_t min, std::int64_t max) const;
 
   // Checks `format` and `version` of a memsim document.
   void expect_format(const char* format, int version) const;

@@ -49,6 +49,8 @@ struct ParamSpec {
 std::string command_line_flag(const ParamSpec& spec);
 // " in [2, 1000]", " one of fp32, fp16", or "" (for listings).
 std::string describe_range(const ParamSpec& spec);
+// Why `value` is not a valid value of the parameter (type, range, choices), or nothing.
+std::optional<std::string> param_value_problem(const ParamSpec& spec, const nlohmann::json& value);
 
 // `kind` and `component` name the owner in messages: "parameter 'levels' of planner 'rotor': ...".
 // Checks names (unknown ones list the valid ones), types, ranges and choices; fills defaults.

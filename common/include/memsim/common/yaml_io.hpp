@@ -49,6 +49,13 @@ public:
   void expect_format(const char* format, int version) const;
 
 private:
+  // Map entries whose keys are names, each once (else a located error).
+  struct Entry {
+    std::string key;
+    YAML::Node key_node, value;
+  };
+  std::vector<Entry> checked_entries() const;
+
   YAML::Node value_;
   std::string source_;
   std::string key_path_;
