@@ -48,6 +48,7 @@ void time_derived_ops(std::vector<Op>& ops)
     const double source_time = ops[source].time_s;
     op.time_s = op.split_of ? source_time / op.split_of->parts : source_time * op.fused_from->models;
     op.has_time = true;
+    op.time_from_source = true;
   }
 }
 
