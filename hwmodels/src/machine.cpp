@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <deque>
 #include <set>
 
@@ -28,9 +27,7 @@ void read_curve(const yaml_io::Node& node, const char* half_key, bool half_is_by
   }
   if (node.has(half_key)) {
     const yaml_io::Node half = node.at(half_key);
-    curve.half = half_is_bytes ? static_cast<double>(half.as_bytes()) : half.as_number();
-    if (!(curve.half >= 0) || !std::isfinite(curve.half))
-      half.fail(fmt::format("{} must be a non-negative number", half_key));
+    curve.half = half_is_bytes ? static_cast<double>(half.as_bytes()) : half.as_number(); // both refuse < 0
   }
 }
 

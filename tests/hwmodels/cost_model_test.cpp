@@ -201,16 +201,18 @@ TEST(LoadMachine, EfficiencyBlockDefaultsAndLocatedErrors)
   EXPECT_DOUBLE_EQ(machine.gpus[1].efficiency.gemm.half, 4e10);
   EXPECT_DOUBLE_EQ(machine.gpus[1].efficiency.convolution.half, default_efficiency().convolution.half);
   EXPECT_EQ(efficiency_error("{gemm: {max: 0.5}}"), "loaded");
-  EXPECT_EQ(efficiency_error("{gemm: {max: 0}}"), "5:35: gpus[0].efficiency.gemm.max: max efficiency 0 must be in (0, 20]");
+  EXPECT_EQ(efficiency_error("{gemm: {max: 0}}"), "5:31: gpus[0].efficiency.gemm.max: max efficiency 0 must be in (0, 20]");
+  EXPECT_EQ(efficiency_error("{memory: {max: 25}}"),
+            "5:33: gpus[0].efficiency.memory.max: max efficiency 25 must be in (0, 20]");
   EXPECT_EQ(efficiency_error("{memory: {max: 0.5, half_bytes: 1GB/s}}"),
             "5:50: gpus[0].efficiency.memory.half_bytes: '1GB/s' is not a size: unknown unit 'GB/s' (accepted: B, KB, "
             "MB, GB, TB, KiB, MiB, GiB, TiB; e.g. 16GiB)");
   EXPECT_EQ(efficiency_error("{convolution: {half_flops: -1}}"),
-            "5:47: gpus[0].efficiency.convolution.half_flops: half_flops must be a non-negative number");
+            "5:45: gpus[0].efficiency.convolution.half_flops: '-1' is not a number: it must be finite and not negative");
   EXPECT_EQ(efficiency_error("{gemm: {half_bytes: 1MB}}"),
-            "5:30: gpus[0].efficiency.gemm: unknown key 'half_bytes' (valid keys: max, half_flops)");
+            "5:26: gpus[0].efficiency.gemm: unknown key 'half_bytes' (valid keys: max, half_flops)");
   EXPECT_EQ(efficiency_error("{tensor: {max: 1}}"),
-            "5:18: gpus[0].efficiency: unknown key 'tensor' (valid keys: gemm, convolution, memory)");
+            "5:19: gpus[0].efficiency: unknown key 'tensor' (valid keys: gemm, convolution, memory)");
 }
 
 } // namespace
