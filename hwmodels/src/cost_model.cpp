@@ -83,7 +83,7 @@ double CostModel::kernel_time(const Op& op, const Gpu& target, double scale) con
 
 double CostModel::kernel_time_at_depth(const Op& op, const Gpu& target, double scale, int depth) const
 {
-  if (op.time_from_source && depth < kMaxDerivationDepth) {
+  if (!op.has_time && (op.split_of || op.fused_from) && depth < kMaxDerivationDepth) {
     const OpId source = op.split_of ? op.split_of->op : op.fused_from->op;
     if (source >= 0 && static_cast<std::size_t>(source) < trace_->ops.size() && source != op.id) {
       const double factor = op.split_of ? 1.0 / op.split_of->parts : static_cast<double>(op.fused_from->models);

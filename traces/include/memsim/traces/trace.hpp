@@ -76,9 +76,6 @@ struct Op {
   std::optional<FusedFrom> fused_from;
   // False when the document gave no time_s (allowed only for derived ops: trace_with_extras times them).
   bool has_time = true;
-  // True for a derived op timed from its source (time_derived_ops): time_s is a placeholder, the cost model
-  // times it as its source op at 1/parts or x models of the work.
-  bool time_from_source = false;
 };
 
 // Bytes per element of a dtype name ("fp32" -> 4), or 0 when unknown.
@@ -90,10 +87,9 @@ std::uint64_t dtype_bytes(std::string_view dtype);
 std::optional<std::string> shape_problem(const Tensor& tensor, std::uint64_t element_bytes);
 // split_of / fused_from name an existing op (id < op_count) other than the op itself.
 std::optional<std::string> derived_op_problem(const Op& op, std::int64_t op_count);
-// Gives the derived ops that gave no time_s a placeholder time from their source op, in id order (a split
-// micro-op time/parts, a fused op time x models: what summaries show), and marks them time_from_source: the cost
-// model (hwmodels CostModel::op_time) times them on the source op's efficiency curve, where small kernels are
-// less efficient and fused ones more.
+// Gives derived ops without time_s (has_time stays false) a placeholder time_s from their source op, in id order:
+// time/parts for a micro-op, time x models for a fused op (what summaries show). The cost model (hwmodels
+// CostModel::op_time) times them instead from the source op's efficiency curve at 1/parts or x models the work.
 void time_derived_ops(std::vector<Op>& ops);
 
 struct TraceSource {
