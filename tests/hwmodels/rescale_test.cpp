@@ -23,7 +23,7 @@ Trace batch8_trace()
                    {1, "w", 4000, TensorKind::weight, std::nullopt, {}, {}},
                    {2, "a", 8000, TensorKind::activation, std::nullopt, {8, 250}, 0},
                    {3, "m", 4000, TensorKind::optimizer_state, std::nullopt, {}, {}},
-                   {4, "pos", 24, TensorKind::activation, std::nullopt, {2, 3}, std::nullopt}};
+                   {4, "pos", 24, TensorKind::input, std::nullopt, {2, 3}, std::nullopt}};
   Op gemm;
   gemm.id = 0;
   gemm.name = "fc:mm";
@@ -58,7 +58,7 @@ TEST(Rescale, BytesExactWeightsUntouchedTimesFromTheCostModel)
   EXPECT_EQ(quarter.tensors[2].shape, (std::vector<std::int64_t>{2, 250}));
   EXPECT_EQ(quarter.tensors[1].bytes, 4000u);                             // weight
   EXPECT_EQ(quarter.tensors[3].bytes, 4000u);                             // optimizer state
-  EXPECT_EQ(quarter.tensors[4].bytes, 24u);                               // a shape without a batch axis
+  EXPECT_EQ(quarter.tensors[4].bytes, 24u); // an input whose shape names no batch axis
   EXPECT_DOUBLE_EQ(*quarter.ops[0].flops, 2.5e9);
   EXPECT_DOUBLE_EQ(*quarter.ops[0].bytes_accessed, 20024.0 * (2000 + 4000 + 24 + 2000) / (8000 + 4000 + 24 + 8000));
   EXPECT_EQ(quarter.ops[0].workspace_bytes, 200u);

@@ -62,6 +62,7 @@ def fit(points, peak):
 
 def fit_and_plot(data_dir, out_png):
     points = collections.defaultdict(list)
+    by_trace = collections.defaultdict(lambda: collections.defaultdict(list))
     for name in sorted(os.listdir(data_dir)):
         if not name.endswith("-h100.trace.json.gz"):
             continue
@@ -73,6 +74,7 @@ def fit_and_plot(data_dir, out_png):
             if cls == "memory" and size / (op["time_s"] * H100_PEAK[cls]) > PLAUSIBLE_BANDWIDTH:
                 continue
             points[cls].append((size, op["time_s"]))
+            by_trace[name.split("-")[0]][cls].append((size, op["time_s"]))
     curves = {}
     print("| class | ops | max | half | fixed cost (half / (max x peak)) | median relative error of the curve |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -83,6 +85,25 @@ def fit_and_plot(data_dir, out_png):
         errors = [abs((s + half) / (best_max * peak) / t - 1) for s, t in points[cls]]
         print(f"| {cls} | {len(points[cls])} | {best_max:.3g} | {half:.3g} | {half / (best_max * peak) * 1e6:.1f} us |"
               f" {np.median(errors):.1%} |")
+    # Each model's ops predicted from the curve fitted to the other six (no per-op measurement used), next to the
+    # same curve without its fixed cost (time = work / (max x peak): a roofline at the fitted efficiency).
+    print("\n| model left out | class | ops | median error, curve of the others | median error, rate only |"
+          " sum recorded ms | curve ms | rate only ms |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for left_out in sorted(by_trace):
+        for cls in CLASSES:
+            held = by_trace[left_out][cls]
+            others = [p for model, classes in by_trace.items() if model != left_out for p in classes[cls]]
+            if len(held) < 3 or len(others) < 3:
+                continue
+            peak = H100_PEAK[cls]
+            best_max, half = fit(others, peak)
+            measured = np.array([t for _, t in held])
+            curve = np.array([(s + half) / (best_max * peak) for s, _ in held])
+            linear = np.array([s / (best_max * peak) for s, _ in held])
+            print(f"| {left_out} | {cls} | {len(held)} | {np.median(np.abs(curve / measured - 1)):.1%} |"
+                  f" {np.median(np.abs(linear / measured - 1)):.1%} | {measured.sum() * 1e3:.1f} |"
+                  f" {curve.sum() * 1e3:.1f} | {linear.sum() * 1e3:.1f} |")
     figure, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for axis, cls in zip(axes, CLASSES):
         peak = H100_PEAK[cls]

@@ -258,16 +258,22 @@ SPLIT_TABLE = {
 }
 
 
-def tensor_layout(tensor, batch_extents, kind):
+def tensor_layout(tensor, batch_extents, kind, weight_shapes=frozenset()):
     """shape and batch_axis of a storage: the tensor's shape when it covers the storage, else the storage as a
-    flat vector; for kinds that grow with the batch, the batch axis is the first of the two leading axes whose
-    extent is the batch (or batch x sequence for token inputs: a flattened [batch * seq, d] activation)."""
+    flat vector. For kinds that grow with the batch, the batch axis is the first of the two leading axes whose
+    extent is the batch (or batch x sequence for token inputs: a flattened [batch * seq, d] activation), else the
+    first axis whose extent is a multiple of the batch ([batch * heads, seq, d] in attention); a tensor shaped like
+    a weight (or its transpose: a weight gradient before accumulation) has none."""
     element = tensor.element_size()
     nbytes = int(storage_of(tensor).nbytes())
-    shape = list(tensor.shape)
+    shape = list(tensor.shape) or [1]  # a scalar as [1]: an empty shape would read as "no shape"
     batch_axis = None
-    if kind in ("input", "activation", "gradient"):
+    if kind in ("input", "activation", "gradient") and tuple(shape) not in weight_shapes:
         batch_axis = next((axis for axis, extent in enumerate(shape[:2]) if extent in batch_extents), None)
+        if batch_axis is None:
+            batch = min(batch_extents, default=0)
+            batch_axis = next((axis for axis, extent in enumerate(shape) if batch and extent and extent % batch == 0),
+                              None)
     if math.prod(shape) * element != nbytes:
         shape = [nbytes // element] if nbytes % element == 0 else [nbytes]
         batch_axis = 0 if batch_axis is not None else None
@@ -345,6 +351,7 @@ class Recorder:
         # ~0.2 ms at 2 GHz: longer than the CPU takes to launch one op
         self.busy_cycles = 400_000 if self.cuda and hasattr(torch.cuda, "_sleep") else 0
         self.batch_extents = set()  # batch (and batch x sequence for token inputs): how tensor_layout finds the axis
+        self.weight_shapes = set()  # shapes of the weights and their transposes: never batch-proportional
 
     # -- pre-existing tensors ------------------------------------------------------------------------------------
     def register_resident(self, tensor, name, kind):
@@ -454,7 +461,8 @@ class Recorder:
             grown = int(storage.nbytes())
             if grown > self.tensors[tid]["bytes"]:
                 self.tensors[tid]["bytes"] = grown  # resized in place: account the largest size
-                self.tensors[tid].update(tensor_layout(tensor, self.batch_extents, self.tensors[tid]["kind"]))
+                self.tensors[tid].update(
+                    tensor_layout(tensor, self.batch_extents, self.tensors[tid]["kind"], self.weight_shapes))
         return tid
 
     def current_unit(self):
@@ -550,7 +558,8 @@ class RecordingMode(TorchDispatchMode):
                 rec.phase]
             nbytes = int(storage.nbytes())
             rec.tensors.append({"id": tid, "name": f"{rec.op_label(func_name)}#{op_id}.out{len(output_ids)}",
-                                "bytes": nbytes, "kind": kind, **tensor_layout(tensor, rec.batch_extents, kind)})
+                                "bytes": nbytes, "kind": kind,
+                                **tensor_layout(tensor, rec.batch_extents, kind, rec.weight_shapes)})
             rec.key_to_tid[key] = tid
             rec.weakrefs[tid] = StorageWeakRef(storage)
             rec.producer[tid] = op_id
@@ -696,6 +705,8 @@ def record(work, device, warmup=1, repeat=3):
         recorder.batch_extents.add(int(work.inputs.shape[0] * work.inputs.shape[1]))
     work.optimizer.zero_grad(set_to_none=True)
     names = {}
+    for param in work.model.parameters():
+        recorder.weight_shapes.update({tuple(param.shape), tuple(reversed(param.shape))})
     for name, param in work.model.named_parameters():
         names[id(param)] = name
         recorder.register_resident(param, name, "weight")
