@@ -99,7 +99,9 @@ double CostModel::kernel_time_at_depth(const Op& op, const Gpu& target, double s
   const double target_peak = reference_peak(target, op_class, trace_->source.dtype);
   // On the recording GPU (or where a peak is unknown, so GPUs cannot be compared) the op keeps its measured
   // efficiency relative to the curve: time scales as (scale * work + half) / (work + half). The peak cancels.
-  const auto same_gpu_time = [&] { return op.time_s * (scale * work + target_curve.half) / (work + target_curve.half); };
+  const auto same_gpu_time = [&] {
+    return op.time_s * (scale * work + target_curve.half) / (work + target_curve.half);
+  };
   if (recorded_here || !(target_peak > 0))
     return same_gpu_time();
   if (!recording_gpu_) // an unknown recording GPU: the target's curve alone

@@ -119,7 +119,8 @@ TEST(CostModel, MonotoneInSizeAndEfficiencyGrowsWithSize)
 
 TEST(CostModel, IdentityAtScaleOneOnTheRecordingGpuForAShippedTrace)
 {
-  const Trace trace = load_trace(std::filesystem::path(MEMSIM_SOURCE_DIR) / "traces/data/resnet50-b384-h100.trace.json.gz");
+  const Trace trace =
+      load_trace(std::filesystem::path(MEMSIM_SOURCE_DIR) / "traces/data/resnet50-b384-h100.trace.json.gz");
   const Machine h100 = load_machine_or_preset("h100-80gb-sxm5", default_presets_dir());
   const CostModel cost(trace, h100);
   for (const Op& op : trace.ops)
@@ -183,7 +184,8 @@ std::string efficiency_error(const std::string& block)
   std::ofstream(path) << "format: memsim-machine\nversion: 1\ngpus:\n"
                          "  - {name: gpu0, memory: 1GiB, peak_flops: {fp32: 1e12}, hbm_bandwidth: 1TB/s,\n"
                          "     efficiency: "
-                      << block << "}\nhost: {memory: 1GiB}\nlinks: [{name: l, endpoints: [gpu0, host], bandwidth: 1GB/s}]\n";
+                      << block
+                      << "}\nhost: {memory: 1GiB}\nlinks: [{name: l, endpoints: [gpu0, host], bandwidth: 1GB/s}]\n";
   try {
     (void)load_machine(path);
   } catch (const InputError& error) {
@@ -201,14 +203,16 @@ TEST(LoadMachine, EfficiencyBlockDefaultsAndLocatedErrors)
   EXPECT_DOUBLE_EQ(machine.gpus[1].efficiency.gemm.half, 4e10);
   EXPECT_DOUBLE_EQ(machine.gpus[1].efficiency.convolution.half, default_efficiency().convolution.half);
   EXPECT_EQ(efficiency_error("{gemm: {max: 0.5}}"), "loaded");
-  EXPECT_EQ(efficiency_error("{gemm: {max: 0}}"), "5:31: gpus[0].efficiency.gemm.max: max efficiency 0 must be in (0, 20]");
+  EXPECT_EQ(efficiency_error("{gemm: {max: 0}}"),
+            "5:31: gpus[0].efficiency.gemm.max: max efficiency 0 must be in (0, 20]");
   EXPECT_EQ(efficiency_error("{memory: {max: 25}}"),
             "5:33: gpus[0].efficiency.memory.max: max efficiency 25 must be in (0, 20]");
   EXPECT_EQ(efficiency_error("{memory: {max: 0.5, half_bytes: 1GB/s}}"),
             "5:50: gpus[0].efficiency.memory.half_bytes: '1GB/s' is not a size: unknown unit 'GB/s' (accepted: B, KB, "
             "MB, GB, TB, KiB, MiB, GiB, TiB; e.g. 16GiB)");
   EXPECT_EQ(efficiency_error("{convolution: {half_flops: -1}}"),
-            "5:45: gpus[0].efficiency.convolution.half_flops: '-1' is not a number: it must be finite and not negative");
+            "5:45: gpus[0].efficiency.convolution.half_flops: '-1' is not a number: it must be finite and not "
+            "negative");
   EXPECT_EQ(efficiency_error("{gemm: {half_bytes: 1MB}}"),
             "5:26: gpus[0].efficiency.gemm: unknown key 'half_bytes' (valid keys: max, half_flops)");
   EXPECT_EQ(efficiency_error("{tensor: {max: 1}}"),

@@ -161,7 +161,8 @@ def compare_rescaled(memsim, data_dir):
                 model = np.array([r[1] for r in rows[cls]])
                 linear = np.array([r[2] for r in rows[cls]])
                 print(f"| {source} -> b{batch} | {target} | {cls} | {len(measured)} |"
-                      f" {np.median(np.abs(model / measured - 1)):.1%} | {np.median(np.abs(linear / measured - 1)):.1%} |"
+                      f" {np.median(np.abs(model / measured - 1)):.1%} |"
+                      f" {np.median(np.abs(linear / measured - 1)):.1%} |"
                       f" {measured.sum() * 1e3:.2f} | {model.sum() * 1e3:.2f} | {linear.sum() * 1e3:.2f} |")
 
 
