@@ -49,7 +49,7 @@ double reference_peak(const Gpu& gpu, OpClass op_class, const std::string& dtype
 {
   if (op_class == OpClass::memory)
     return gpu.hbm_bandwidth;
-  if (op_class == OpClass::launch)
+  if (op_class == OpClass::launch || op_class == OpClass::unsized)
     return 0;
   auto peak = gpu.peak_flops.find(dtype);
   if (peak == gpu.peak_flops.end())
@@ -94,6 +94,8 @@ double CostModel::kernel_time_at_depth(const Op& op, const Gpu& target, double s
   const bool recorded_here = trace_->source.device.empty() || trace_->source.device == target.model;
   if (op_class == OpClass::launch || (recorded_here && scale == 1.0))
     return op.time_s;
+  if (op_class == OpClass::unsized) // no work known: proportional to the size, the same on any GPU
+    return op.time_s * scale;
   const double work = op_work(op, op_class);
   const EfficiencyCurve& target_curve = *target.efficiency.curve(op_class);
   const double target_peak = reference_peak(target, op_class, trace_->source.dtype);

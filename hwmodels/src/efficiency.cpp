@@ -14,6 +14,7 @@ std::string_view to_string(OpClass op_class)
   case OpClass::convolution: return "convolution";
   case OpClass::memory: return "memory";
   case OpClass::launch: return "launch";
+  case OpClass::unsized: return "unsized";
   }
   return "launch";
 }
@@ -26,7 +27,7 @@ OpClass classify_op(const Op& op)
   }
   if (op.bytes_accessed && *op.bytes_accessed > 0)
     return OpClass::memory;
-  return OpClass::launch;
+  return !op.flops && !op.bytes_accessed ? OpClass::unsized : OpClass::launch;
 }
 
 double op_work(const Op& op, OpClass op_class)
@@ -35,7 +36,8 @@ double op_work(const Op& op, OpClass op_class)
   case OpClass::gemm:
   case OpClass::convolution: return op.flops.value_or(0);
   case OpClass::memory: return op.bytes_accessed.value_or(0);
-  case OpClass::launch: return 0;
+  case OpClass::launch:
+  case OpClass::unsized: return 0;
   }
   return 0;
 }
@@ -46,7 +48,8 @@ const EfficiencyCurve* GpuEfficiency::curve(OpClass op_class) const
   case OpClass::gemm: return &gemm;
   case OpClass::convolution: return &convolution;
   case OpClass::memory: return &memory;
-  case OpClass::launch: return nullptr;
+  case OpClass::launch:
+  case OpClass::unsized: return nullptr;
   }
   return nullptr;
 }

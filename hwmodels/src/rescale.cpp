@@ -106,7 +106,9 @@ Trace rescale_trace(const Trace& trace, std::int64_t batch, const std::optional<
     op.workspace_bytes = scale_count(op.workspace_bytes, batch, recorded);
     const OpClass op_class = classify_op(old_op);
     const double old_work = op_work(old_op, op_class);
-    const double work_scale = old_work > 0 ? op_work(op, op_class) / old_work : 1.0;
+    const double work_scale = op_class == OpClass::unsized ? ratio
+                              : old_work > 0                  ? op_work(op, op_class) / old_work
+                                                              : 1.0;
     if (op.has_time) // a derived op without time stays timed from its source
       op.time_s = cost.kernel_time(old_op, gpu, work_scale);
   }

@@ -36,7 +36,8 @@ Trace hand_trace()
   trace.source.device = "src-gpu";
   trace.source.dtype = "fp32";
   trace.ops = {sized_op(0, "mm", 1e10, 1e8, 0.004), sized_op(1, "convolution", 4e10, 1e9, 0.01),
-               sized_op(2, "add", std::nullopt, 1e8, 2e-4), sized_op(3, "view", std::nullopt, std::nullopt, 1e-5)};
+               sized_op(2, "add", std::nullopt, 1e8, 2e-4), sized_op(3, "view", std::nullopt, 0.0, 1e-5),
+               sized_op(4, "custom", std::nullopt, std::nullopt, 0.003)};
   return trace;
 }
 
@@ -53,6 +54,7 @@ TEST(CostModel, ExactOnHandMadeOpsOnTheRecordingGpu)
   EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[1], 0, 0.5), 0.01 * 4e10 / 6e10 + launch);
   EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[2], 0, 2.0), 2e-4 * 2.1e8 / 1.1e8 + launch); // half 10MB = 1e7 bytes
   EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[3], 0, 8.0), 1e-5 + launch); // launch-bound: any size
+  EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[4], 0, 0.5), 0.0015 + launch); // unsized: proportional
 }
 
 TEST(CostModel, AnotherGpuKeepsTheMeasuredEfficiency)
@@ -73,12 +75,14 @@ TEST(CostModel, AnotherGpuKeepsTheMeasuredEfficiency)
   EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[2], 1),
                    2e-4 * ((1e8 + memory.half) / (memory.max * 2e12)) / (1.1e8 / (0.8 * 1e12)));
   EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[3], 1), 1e-5);
+  EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[4], 1, 2.0), 0.006); // unsized: proportional, whatever the GPU
 }
 
 TEST(CostModel, DerivedOpsAreTheirSourceAtAnotherSize)
 {
   const Machine machine = load_machine(kData / "two-models.machine.yaml");
   Trace trace = hand_trace();
+  trace.ops.pop_back(); // derived ops take ids 4, 5, 6
   Op part = sized_op(4, "mm", std::nullopt, std::nullopt, 0);
   part.has_time = false;
   part.split_of = SplitOf{.op = 0, .index = 1, .parts = 4, .dim = "batch"};
@@ -149,6 +153,7 @@ TEST(OpClass, FromFlopsBytesAndName)
   EXPECT_EQ(classify_op(sized_op(0, "conv_depthwise_view", std::nullopt, 1e6, 1)), OpClass::memory);
   EXPECT_EQ(classify_op(sized_op(0, "relu", 0.0, 1e6, 1)), OpClass::memory);
   EXPECT_EQ(classify_op(sized_op(0, "view", std::nullopt, 0.0, 1)), OpClass::launch);
+  EXPECT_EQ(classify_op(sized_op(0, "view", std::nullopt, std::nullopt, 1)), OpClass::unsized);
   EXPECT_EQ(to_string(OpClass::convolution), "convolution");
 }
 

@@ -3,8 +3,8 @@
 // size", traces/src/RESCALING.md). An op's work is its flops (GEMM-like, convolution) or its bytes_accessed
 // (memory-bound); the fraction of the GPU's peak it reaches grows with its work and saturates:
 //   efficiency(work) = max * work / (work + half),   so   time(work) = (work + half) / (max * peak),
-// a fixed cost plus a rate. Launch-bound ops (no flops, no bytes: views, metadata) take their recorded time at
-// any size.
+// a fixed cost plus a rate. Launch-bound ops (no flops and zero bytes: views, metadata) take their recorded time
+// at any size; unsized ops (neither flops nor bytes_accessed given: hand-made or imported traces) scale linearly.
 #include "memsim/traces/trace.hpp"
 
 #include <string_view>
@@ -13,13 +13,14 @@
 
 namespace memsim {
 
-enum class OpClass { gemm, convolution, memory, launch };
+enum class OpClass { gemm, convolution, memory, launch, unsized };
 std::string_view to_string(OpClass op_class);
 
 // convolution: flops > 0 and "conv" in the op's type or name; gemm: any other op with flops > 0 (mm, addmm, bmm,
-// linear, attention); memory: bytes_accessed > 0 and no flops; launch: neither.
+// linear, attention); memory: bytes_accessed > 0 and no flops; unsized: neither flops nor bytes_accessed given;
+// launch: the rest (flops and bytes given as 0).
 OpClass classify_op(const Op& op);
-// The work the class's curve is a function of: flops (gemm, convolution), bytes_accessed (memory), 0 (launch).
+// The work the class's curve is a function of: flops (gemm, convolution), bytes_accessed (memory), else 0.
 double op_work(const Op& op, OpClass op_class);
 
 struct EfficiencyCurve {
@@ -35,7 +36,7 @@ struct GpuEfficiency {
   EfficiencyCurve gemm;
   EfficiencyCurve convolution;
   EfficiencyCurve memory;
-  const EfficiencyCurve* curve(OpClass op_class) const; // nullptr for launch
+  const EfficiencyCurve* curve(OpClass op_class) const; // nullptr for launch and unsized
 };
 
 // The defaults: fitted to the shipped H100 recordings (traces/data/*-h100, fp32; traces/tools/efficiency_fit.py),
