@@ -13,9 +13,40 @@ namespace memsim {
 
 namespace {
 
+constexpr double kMaxEfficiency = 20;
+
+// One class's curve in an `efficiency:` block; keys it omits keep their defaults.
+void read_curve(const yaml_io::Node& node, const char* half_key, bool half_is_bytes, EfficiencyCurve& curve)
+{
+  node.only_keys({"max", half_key});
+  if (node.has("max")) {
+    curve.max = node.at("max").as_number();
+    // Above 1 only where the peak in the file undercounts what the library uses (TF32 tensor cores for fp32).
+    if (!(curve.max > 0) || curve.max > kMaxEfficiency)
+      node.at("max").fail(fmt::format("max efficiency {} must be in (0, {}]", curve.max, kMaxEfficiency));
+  }
+  if (node.has(half_key)) {
+    const yaml_io::Node half = node.at(half_key);
+    curve.half = half_is_bytes ? static_cast<double>(half.as_bytes()) : half.as_number(); // both refuse < 0
+  }
+}
+
+GpuEfficiency read_efficiency(const yaml_io::Node& node)
+{
+  node.only_keys({"gemm", "convolution", "memory"});
+  GpuEfficiency efficiency = default_efficiency();
+  if (node.has("gemm"))
+    read_curve(node.at("gemm"), "half_flops", false, efficiency.gemm);
+  if (node.has("convolution"))
+    read_curve(node.at("convolution"), "half_flops", false, efficiency.convolution);
+  if (node.has("memory"))
+    read_curve(node.at("memory"), "half_bytes", true, efficiency.memory);
+  return efficiency;
+}
+
 Gpu read_gpu(const yaml_io::Node& node)
 {
-  node.only_keys({"name", "model", "memory", "peak_flops", "hbm_bandwidth", "kernel_launch"});
+  node.only_keys({"name", "model", "memory", "peak_flops", "hbm_bandwidth", "kernel_launch", "efficiency"});
   Gpu gpu;
   gpu.name = node.at("name").as_string();
   gpu.model = node.has("model") ? node.at("model").as_string() : gpu.name;
@@ -31,6 +62,8 @@ Gpu read_gpu(const yaml_io::Node& node)
   }
   gpu.hbm_bandwidth = node.at("hbm_bandwidth").as_bandwidth();
   gpu.kernel_launch_s = node.has("kernel_launch") ? node.at("kernel_launch").as_duration() : 0.0;
+  if (node.has("efficiency"))
+    gpu.efficiency = read_efficiency(node.at("efficiency"));
   return gpu;
 }
 

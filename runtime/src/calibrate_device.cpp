@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace memsim::runtime {
 
@@ -178,6 +180,14 @@ CalibrationData calibrate_device(const CalibrateOptions& options, const CublasLi
     }
     data.hbm_bytes_per_s = median_of(rates);
     progress(fmt::format("device-to-device copy: {:.1f} GB/s", data.hbm_bytes_per_s / 1e9));
+
+    // Memory-bound efficiency sweep: copies of 4 KiB x4 ... max_bytes, bytes read + written.
+    for (std::uint64_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
+      const TransferPoint copy = time_copy(device_b.data, device_a.data, bytes, cudaMemcpyDeviceToDevice,
+                                           stream_a.stream);
+      data.memory_sweep.push_back({2.0 * static_cast<double>(bytes), copy.median_s});
+    }
+    progress(fmt::format("memory sweep: {} device-to-device copies", data.memory_sweep.size()));
   }
 
   // Kernel launch: one empty kernel between events (sync after each), back-to-back, and the host call.
@@ -274,6 +284,45 @@ CalibrationData calibrate_device(const CalibrateOptions& options, const CublasLi
       cublas->destroy_handle(handle);
       throw;
     }
+    // Efficiency sweeps: fp32 GEMMs of side 128 ... 8192, and TF32 GEMMs of the im2col shapes of 3x3
+    // convolutions (M = 32 images x H x W, N = C out, K = 9 x C in) from late to early CNN stages.
+    auto time_gemm = [&](GemmType type, const GemmShape& gemm) {
+      for (int i = 0; i < 2; ++i)
+        cublas->gemm(handle, type, gemm, a.data, b.data, c.data);
+      std::vector<double> times;
+      for (int i = 0; i < 7; ++i) {
+        Event before, after;
+        MEMSIM_CUDA(cudaEventRecord(before.event, stream_a.stream));
+        cublas->gemm(handle, type, gemm, a.data, b.data, c.data);
+        MEMSIM_CUDA(cudaEventRecord(after.event, stream_a.stream));
+        MEMSIM_CUDA(cudaEventSynchronize(after.event));
+        times.push_back(elapsed_s(before, after));
+      }
+      return SweepPoint{gemm.flops(), median_of(times)};
+    };
+    const std::size_t elements = static_cast<std::size_t>(side) * side;
+    MEMSIM_CUDA(kernels::launch_fill(stream_a.stream, a.data, elements, 4, false, 11)); // fp32 data again
+    MEMSIM_CUDA(kernels::launch_fill(stream_a.stream, b.data, elements, 4, false, 12));
+    try {
+      for (int n = 128; n <= side; n *= 2)
+        data.gemm_sweep.push_back(time_gemm(GemmType::fp32, GemmShape{n, n, n, 1}));
+      for (const auto& [pixels, channels] : std::vector<std::pair<int, int>>{
+               {7 * 7, 512}, {14 * 14, 256}, {14 * 14, 512}, {28 * 28, 128}, {28 * 28, 256}, {56 * 56, 64},
+               {56 * 56, 128}, {112 * 112, 64}}) {
+        const int m = 32 * pixels;
+        const int k = 9 * channels;
+        // A is m x k, B k x n, C m x n: stay within the 8192^2 scratch buffers.
+        if (static_cast<double>(m) * k > static_cast<double>(side) * side ||
+            static_cast<double>(m) * channels > static_cast<double>(side) * side)
+          continue;
+        data.convolution_sweep.push_back(time_gemm(GemmType::tf32, GemmShape{m, channels, k, 1}));
+      }
+    } catch (...) {
+      cublas->destroy_handle(handle);
+      throw;
+    }
+    progress(fmt::format("efficiency sweeps: {} GEMMs, {} convolution-shaped TF32 GEMMs", data.gemm_sweep.size(),
+                         data.convolution_sweep.size()));
     cublas->destroy_handle(handle);
     data.gemm_note = "cuBLAS from " + cublas->path();
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 namespace memsim::runtime {
 
@@ -87,6 +88,28 @@ void append_transfer_table(std::string& text, const char* direction, const std::
 
 } // namespace
 
+GpuEfficiency fit_sweeps(const CalibrationData& data, std::vector<std::string>* notes)
+{
+  GpuEfficiency efficiency = default_efficiency();
+  const auto fp32 = data.peak_flops.find("fp32");
+  const double flops_peak = fp32 == data.peak_flops.end() ? 0.0 : fp32->second;
+  auto fit = [&](const char* what, const std::vector<SweepPoint>& sweep, double peak, EfficiencyCurve& curve) {
+    std::vector<std::pair<double, double>> points;
+    for (const SweepPoint& point : sweep)
+      points.emplace_back(point.work, point.seconds);
+    try {
+      curve = fit_efficiency_curve(points, peak);
+    } catch (const std::invalid_argument& error) {
+      if (notes)
+        notes->push_back(fmt::format("{}: default curve kept ({})", what, error.what()));
+    }
+  };
+  fit("gemm", data.gemm_sweep, flops_peak, efficiency.gemm);
+  fit("convolution", data.convolution_sweep, flops_peak, efficiency.convolution);
+  fit("memory", data.memory_sweep, data.hbm_bytes_per_s, efficiency.memory);
+  return efficiency;
+}
+
 std::string machine_yaml(const CalibrationData& data, const std::string& name)
 {
   const HostLinkModel link = derive_host_link(data);
@@ -133,6 +156,19 @@ std::string machine_yaml(const CalibrationData& data, const std::string& name)
   text += fmt::format("    hbm_bandwidth: {}\n", gb_per_s(data.hbm_bytes_per_s));
   text += fmt::format("    kernel_launch: {}  # per kernel, empty kernels back to back on one stream\n",
                       microseconds(data.back_to_back_kernel_s));
+  std::vector<std::string> fit_notes;
+  const GpuEfficiency efficiency = fit_sweeps(data, &fit_notes);
+  text += fmt::format("    # efficiency(work) = max x work / (work + half), fitted to {} fp32 GEMMs, {} TF32 GEMMs of 3x3\n"
+                      "    # convolution im2col shapes and {} device-to-device copies (traces/src/RESCALING.md)\n",
+                      data.gemm_sweep.size(), data.convolution_sweep.size(), data.memory_sweep.size());
+  for (const std::string& note : fit_notes)
+    text += fmt::format("    # {}\n", note);
+  text += "    efficiency:\n";
+  text += fmt::format("      gemm: {{max: {:.4g}, half_flops: {:.4g}}}\n", efficiency.gemm.max, efficiency.gemm.half);
+  text += fmt::format("      convolution: {{max: {:.4g}, half_flops: {:.4g}}}\n", efficiency.convolution.max,
+                      efficiency.convolution.half);
+  text += fmt::format("      memory: {{max: {:.4g}, half_bytes: {:.0f}}}\n", efficiency.memory.max,
+                      efficiency.memory.half);
   text += fmt::format("host: {{memory: {}}}\n", data.host_memory_bytes);
   text += "links:\n";
   text += fmt::format("  # H2D {} and D2H {} (least-squares fit over transfers >= 1 MB): the Machine has one\n"
@@ -160,6 +196,12 @@ nlohmann::json calibration_to_json(const CalibrationData& data)
     return list;
   };
   const HostLinkModel link = derive_host_link(data);
+  auto sweep = [](const std::vector<SweepPoint>& points) {
+    json list = json::array();
+    for (const SweepPoint& point : points)
+      list.push_back({{"work", point.work}, {"seconds", point.seconds}});
+    return list;
+  };
   json spin = json::array();
   for (const SpinAccuracyPoint& point : data.spin_accuracy)
     spin.push_back({{"requested_s", point.requested_s}, {"measured_s", point.measured_s}});
@@ -194,7 +236,11 @@ nlohmann::json calibration_to_json(const CalibrationData& data)
           {"spin_accuracy", spin},
           {"peak_flops", data.peak_flops},
           {"gemm_note", data.gemm_note},
-          {"hbm_bytes_per_s", data.hbm_bytes_per_s}};
+          {"hbm_bytes_per_s", data.hbm_bytes_per_s},
+          {"efficiency_sweeps",
+           {{"gemm", sweep(data.gemm_sweep)},
+            {"convolution", sweep(data.convolution_sweep)},
+            {"memory", sweep(data.memory_sweep)}}}};
 }
 
 CalibrationData calibration_from_json(const nlohmann::json& document, const std::string& source_name)
@@ -236,6 +282,16 @@ CalibrationData calibration_from_json(const nlohmann::json& document, const std:
     data.peak_flops = document.at("peak_flops").get<std::map<std::string, double>>();
     data.gemm_note = document.at("gemm_note").get<std::string>();
     data.hbm_bytes_per_s = document.at("hbm_bytes_per_s").get<double>();
+    if (document.contains("efficiency_sweeps")) { // absent in files written before the sweeps existed
+      const auto& sweeps = document.at("efficiency_sweeps");
+      auto read_sweep = [&](const char* key, std::vector<SweepPoint>& points) {
+        for (const auto& point : sweeps.at(key))
+          points.push_back({point.at("work").get<double>(), point.at("seconds").get<double>()});
+      };
+      read_sweep("gemm", data.gemm_sweep);
+      read_sweep("convolution", data.convolution_sweep);
+      read_sweep("memory", data.memory_sweep);
+    }
     return data;
   } catch (const nlohmann::json::exception& error) {
     throw InputError(source_name, fmt::format("not a memsim-calibration document: {}", error.what()));

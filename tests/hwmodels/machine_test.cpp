@@ -135,7 +135,7 @@ TEST(Presets, SharedUplinkInThePcieTree)
   EXPECT_NE(from0.back().link, machine.route("gpu2", kHostNodeName).back().link);
 }
 
-TEST(CostModel, MeasuredTimeOnTheRecordingGpuRooflineElsewhere)
+TEST(CostModel, MeasuredTimeOnTheRecordingGpuClassCurveElsewhere)
 {
   Machine machine = load_machine(kData / "tree.machine.yaml");
   Trace trace;
@@ -149,12 +149,17 @@ TEST(CostModel, MeasuredTimeOnTheRecordingGpuRooflineElsewhere)
   CostModel same_gpu(trace, machine);
   EXPECT_DOUBLE_EQ(same_gpu.op_time(trace.ops[0], 0), 0.004 + 5e-6);
   EXPECT_DOUBLE_EQ(same_gpu.op_time(trace.ops[0], 1), 0.004);
+  // Recorded on a GPU no machine or preset describes: the target's curve alone. With an ideal curve (max 1, no
+  // small-size penalty) that is the roofline of the op's class: a GEMM-like op is timed by its flops.
   trace.source.device = "other-gpu";
+  machine.gpus[1].efficiency.gemm = {.max = 1, .half = 0};
   CostModel rescaled(trace, machine);
-  EXPECT_DOUBLE_EQ(rescaled.op_time(trace.ops[0], 1), 0.002); // compute-bound
+  EXPECT_DOUBLE_EQ(rescaled.op_time(trace.ops[0], 1), 0.002);
   trace.ops[0].bytes_accessed = 3e9;
-  EXPECT_DOUBLE_EQ(rescaled.op_time(trace.ops[0], 1), 0.003); // memory-bound
+  EXPECT_DOUBLE_EQ(rescaled.op_time(trace.ops[0], 1), 0.002); // its class decides, not the larger term
   trace.ops[0].flops.reset();
+  machine.gpus[1].efficiency.memory = {.max = 0.5, .half = 0};
+  EXPECT_DOUBLE_EQ(rescaled.op_time(trace.ops[0], 1), 0.006); // memory-bound: 3 GB at 50 % of 1 TB/s
   trace.ops[0].bytes_accessed.reset();
   EXPECT_DOUBLE_EQ(rescaled.op_time(trace.ops[0], 1), 0.004); // nothing to rescale with: measured time
   EXPECT_DOUBLE_EQ(rescaled.ideal_time(1), 0.004);

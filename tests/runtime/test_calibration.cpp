@@ -163,3 +163,43 @@ TEST(Calibration, TheCommittedH100MachineFileLoads)
   // The route the simulator uses for offloads/prefetches exists.
   EXPECT_EQ(machine.route("gpu0", "host").size(), 1u);
 }
+
+// The efficiency sweeps: synthetic measurements on known curves come back as the machine file's efficiency block.
+TEST(Calibration, EfficiencySweepsFitTheMachineFileCurves)
+{
+  CalibrationData data = sample_data(100e9);
+  data.peak_flops = {{"fp32", 5e13}};
+  data.hbm_bytes_per_s = 3e12;
+  const EfficiencyCurve gemm{.max = 0.8, .half = 2e9};
+  const EfficiencyCurve convolution{.max = 1.9, .half = 8e9};
+  const EfficiencyCurve memory{.max = 0.9, .half = 2e7};
+  for (double work = 1e8; work < 2e12; work *= 4) {
+    data.gemm_sweep.push_back({work, gemm.seconds(work, 5e13)});
+    data.convolution_sweep.push_back({work, convolution.seconds(work, 5e13)});
+  }
+  for (double bytes = 8192; bytes < 3e9; bytes *= 4)
+    data.memory_sweep.push_back({bytes, memory.seconds(bytes, 3e12)});
+  const GpuEfficiency fitted = fit_sweeps(data);
+  EXPECT_NEAR(fitted.gemm.max, 0.8, 1e-9);
+  EXPECT_NEAR(fitted.gemm.half, 2e9, 1e-3 * 2e9);
+  EXPECT_NEAR(fitted.convolution.max, 1.9, 1e-9);
+  EXPECT_NEAR(fitted.memory.half, 2e7, 1e-3 * 2e7);
+  // The machine file carries them (4 significant digits) and loads; the raw JSON keeps every point.
+  const auto path = std::filesystem::temp_directory_path() / "memsim-calibration-efficiency.yaml";
+  std::ofstream(path) << machine_yaml(data, "calibrated");
+  const Machine machine = load_machine(path);
+  EXPECT_NEAR(machine.gpus[0].efficiency.gemm.max, 0.8, 1e-3);
+  EXPECT_NEAR(machine.gpus[0].efficiency.convolution.half, 8e9, 1e-3 * 8e9);
+  EXPECT_NEAR(machine.gpus[0].efficiency.memory.max, 0.9, 1e-3);
+  const CalibrationData back = calibration_from_json(calibration_to_json(data), "raw.json");
+  EXPECT_EQ(back.memory_sweep.size(), data.memory_sweep.size());
+  EXPECT_EQ(machine_yaml(back, "calibrated"), machine_yaml(data, "calibrated"));
+  // Without sweeps (no cuBLAS, or an older raw file) the defaults stay and the file says so.
+  CalibrationData bare = sample_data(100e9);
+  std::vector<std::string> notes;
+  const GpuEfficiency kept = fit_sweeps(bare, &notes);
+  EXPECT_DOUBLE_EQ(kept.gemm.max, default_efficiency().gemm.max);
+  ASSERT_EQ(notes.size(), 3u);
+  EXPECT_THAT(notes[0], HasSubstr("gemm: default curve kept"));
+  EXPECT_THAT(machine_yaml(bare, "m"), HasSubstr("# memory: default curve kept"));
+}

@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """ctest: traces/tools/memsim_export.py on the CPU (Debian's torch 1.13) writes traces memsim reads, and the trace's
-default-schedule peak agrees with PyTorch's own accounting of the same iteration.
+default-schedule peak agrees with PyTorch's own accounting of the same iteration. Every tensor has a shape (and the
+batch-proportional ones a batch_axis), ops carry split dimensions, and `memsim trace rescale` to twice the batch
+doubles the batch-proportional bytes and leaves the weights alone.
 
     exporter_test.py --memsim PATH --exporter PATH
 Exits 77 (ctest: skipped) when torch cannot be imported.
 """
 
 import argparse
+import gzip
 import json
 import subprocess
 import sys
@@ -23,6 +26,7 @@ except ImportError:
 # allocator's own alignment of the loss scalar); anything larger is a missed or double-counted tensor.
 PEAK_TOLERANCE_BYTES = 64
 
+BATCH = {"mlp": 8, "gpt": 2}
 MODELS = {
     "mlp": ["--model", "mlp", "--batch", "8"],
     "gpt": ["--model", "gpt", "--batch", "2", "--layers", "2", "--d-model", "32", "--heads", "2", "--d-ff", "64",
@@ -36,6 +40,36 @@ def check(condition, what):
     if not condition:
         failures.append(what)
         print("FAIL:", what)
+
+
+def check_shapes_and_rescale(name, trace_path, memsim, scratch):
+    with gzip.open(trace_path) as stream:
+        trace = json.load(stream)
+    tensors = trace["tensors"]
+    check(all("shape" in t for t in tensors), f"{name}: a tensor without shape")
+    by_name = {t["name"]: t for t in tensors}
+    check(by_name["input"].get("batch_axis") == 0 and by_name["input"]["shape"][0] == BATCH[name],
+          f"{name}: the input's batch axis is not 0: {by_name['input']}")
+    check(not any("batch_axis" in t for t in tensors if t["kind"] in ("weight", "weight_grad", "optimizer_state")),
+          f"{name}: a weight, weight gradient or optimizer state has a batch axis")
+    check(any(t.get("batch_axis") is not None for t in tensors if t["kind"] == "activation"),
+          f"{name}: no activation has a batch axis")
+    splits = {op["type"]: op["split"] for op in trace["ops"] if "split" in op}
+    check(splits.get("addmm") == ["batch", "channel"] or splits.get("mm") == ["batch", "channel"],
+          f"{name}: matmul ops carry no split dimensions ({sorted(splits)})")
+    check(not any("split" in op for op in trace["ops"] if op["phase"] == "update"), f"{name}: an update op splits")
+    doubled_path = Path(scratch) / f"{name}-x2.trace.json"
+    subprocess.run([memsim, "trace", "rescale", str(trace_path), "--batch", str(2 * BATCH[name]), "--out",
+                    str(doubled_path)], check=True, capture_output=True)
+    doubled = json.loads(doubled_path.read_text())
+    check(doubled["source"]["batch"] == 2 * BATCH[name], f"{name}: rescaled source.batch")
+    for before, after in zip(tensors, doubled["tensors"]):
+        proportional = before.get("batch_axis") is not None
+        expected = 2 * before["bytes"] if proportional else before["bytes"]
+        check(after["bytes"] == expected,
+              f"{name}: tensor {before['name']} ({before['kind']}) {before['bytes']} -> {after['bytes']} bytes")
+    flops = [(a.get("flops"), b.get("flops")) for a, b in zip(trace["ops"], doubled["ops"]) if a.get("flops")]
+    check(any(after > before for before, after in flops), f"{name}: no op's flops grew with the batch")
 
 
 def main():
@@ -71,6 +105,7 @@ def main():
             check(info["chain_view"], f"{name}: no chain view")
             check(info["saved_activation_bytes"] > 0, f"{name}: no saved activation")
             check(report["saved_for_backward_bytes"] > 0, f"{name}: autograd hooks saw nothing")
+            check_shapes_and_rescale(name, trace, args.memsim, scratch)
             print(f"{name}: {info['ops']} ops, peak {info['default_peak_bytes']} B (torch {report['reference_peak_bytes']}"
                   f" B), {info['total_time_s'] * 1e3:.2f} ms")
     if failures:

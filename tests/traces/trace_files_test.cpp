@@ -129,15 +129,17 @@ TEST(TraceSummary, SaysWhyThereIsNoChainView)
   EXPECT_EQ(summary_to_json(skip)["chain_view_reason"], skip.chain_view_reason);
 }
 
-// Rescaling: on the GPU the trace was recorded on, measured times (+ launch); elsewhere the roofline.
-TEST(Rescale, RooflineOfHandMadeOps)
+// Rescaling: on the GPU the trace was recorded on, measured times (+ launch); on another GPU, when the recording
+// GPU is unknown (GPU-A is no preset), the target's class curve: an ideal one (max 1, no half) is the roofline.
+TEST(Rescale, IdealCurveOfAnUnknownRecordingGpuIsTheRoofline)
 {
   const Trace trace = two_op_trace();
   const Machine same = one_gpu("GPU-A");
   const CostModel here(trace, same);
   EXPECT_DOUBLE_EQ(here.op_time(trace.ops[0], 0), 0.002 + 5e-6);
   EXPECT_DOUBLE_EQ(here.op_time(trace.ops[1], 0), 0.003 + 5e-6);
-  const Machine other = one_gpu("GPU-B");
+  Machine other = one_gpu("GPU-B");
+  other.gpus[0].efficiency.gemm = other.gpus[0].efficiency.memory = {.max = 1, .half = 0};
   const CostModel there(trace, other);
   EXPECT_DOUBLE_EQ(there.op_time(trace.ops[0], 0), 0.1 + 5e-6);   // flops-bound
   EXPECT_DOUBLE_EQ(there.op_time(trace.ops[1], 0), 0.005 + 5e-6); // HBM-bound

@@ -40,14 +40,13 @@ std::optional<std::string> derived_op_problem(const Op& op, std::int64_t op_coun
 void time_derived_ops(std::vector<Op>& ops)
 {
   for (Op& op : ops) {
-    if (op.has_time)
+    if (op.has_time || !(op.split_of || op.fused_from))
       continue;
     const auto source = static_cast<std::size_t>(op.split_of ? op.split_of->op : op.fused_from->op);
     if (source >= ops.size())
       continue; // validation reports it
     const double source_time = ops[source].time_s;
     op.time_s = op.split_of ? source_time / op.split_of->parts : source_time * op.fused_from->models;
-    op.has_time = true;
   }
 }
 

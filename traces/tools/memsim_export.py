@@ -230,6 +230,59 @@ def round_up(value, step):
     return (value + step - 1) // step * step
 
 
+# Op.split: the dimensions each aten op may be split along (TSPLIT's sample- and parameter-wise splits). An op not
+# listed (views, losses, optimizer steps, reductions over the batch) is not split. Batch norm is split only by
+# channel: a batch split would change its statistics.
+ELEMENTWISE = {"relu", "relu_", "threshold_backward", "add", "add_", "mul", "mul_", "div", "sub", "gelu",
+               "gelu_backward", "native_dropout", "native_dropout_backward", "clone", "copy_", "tanh",
+               "tanh_backward", "sigmoid", "sigmoid_backward", "hardtanh", "hardtanh_backward", "cat", "fill_",
+               "zero_", "masked_fill", "where", "silu", "silu_backward", "pow", "neg", "rsub"}
+SPLIT_TABLE = {
+    **{name: ["batch"] for name in ELEMENTWISE},
+    **{name: ["batch", "channel"] for name in ("convolution", "convolution_backward", "cudnn_convolution",
+                                               "cudnn_convolution_backward", "_convolution")},
+    **{name: ["channel"] for name in ("native_batch_norm", "native_batch_norm_backward", "cudnn_batch_norm",
+                                      "cudnn_batch_norm_backward", "_native_batch_norm_legit",
+                                      "_native_batch_norm_legit_functional")},
+    **{name: ["batch", "channel"] for name in ("max_pool2d_with_indices", "max_pool2d_with_indices_backward",
+                                               "avg_pool2d", "avg_pool2d_backward", "_adaptive_avg_pool2d",
+                                               "_adaptive_avg_pool2d_backward", "mean")},
+    **{name: ["batch"] for name in ("native_layer_norm", "native_layer_norm_backward", "_softmax",
+                                    "_softmax_backward_data", "_log_softmax", "_log_softmax_backward_data",
+                                    "embedding", "embedding_dense_backward")},
+    **{name: ["batch", "channel"] for name in ("mm", "addmm", "bmm", "baddbmm")},
+    **{name: ["batch", "head"] for name in ("_scaled_dot_product_efficient_attention",
+                                            "_scaled_dot_product_efficient_attention_backward",
+                                            "_scaled_dot_product_flash_attention",
+                                            "_scaled_dot_product_flash_attention_backward")},
+}
+
+
+def tensor_layout(tensor, batch_extents, kind, weight_shapes=frozenset()):
+    """shape and batch_axis of a storage: the tensor's shape when it covers the storage, else the storage as a
+    flat vector. For kinds that grow with the batch, the batch axis is the first of the two leading axes whose
+    extent is the batch (or batch x sequence for token inputs: a flattened [batch * seq, d] activation), else the
+    first axis whose extent is a multiple of the batch ([batch * heads, seq, d] in attention); a tensor shaped like
+    a weight (or its transpose: a weight gradient before accumulation) has none."""
+    element = tensor.element_size()
+    nbytes = int(storage_of(tensor).nbytes())
+    shape = list(tensor.shape) or [1]  # a scalar as [1]: an empty shape would read as "no shape"
+    batch_axis = None
+    if kind in ("input", "activation", "gradient") and tuple(shape) not in weight_shapes:
+        batch_axis = next((axis for axis, extent in enumerate(shape[:2]) if extent in batch_extents), None)
+        if batch_axis is None:
+            batch = min(batch_extents, default=0)
+            batch_axis = next((axis for axis, extent in enumerate(shape) if batch and extent and extent % batch == 0),
+                              None)
+    if math.prod(shape) * element != nbytes:
+        shape = [nbytes // element] if nbytes % element == 0 else [nbytes]
+        batch_axis = 0 if batch_axis is not None else None
+    layout = {"shape": shape}
+    if batch_axis is not None:
+        layout["batch_axis"] = batch_axis
+    return layout
+
+
 def op_flops(name, in_tensors, out_tensors, args):
     """Multiply-add counted as 2 flops; None where unknown (elementwise, reductions...)."""
     try:
@@ -297,6 +350,8 @@ class Recorder:
         self.view_ops = set()
         # ~0.2 ms at 2 GHz: longer than the CPU takes to launch one op
         self.busy_cycles = 400_000 if self.cuda and hasattr(torch.cuda, "_sleep") else 0
+        self.batch_extents = set()  # batch (and batch x sequence for token inputs): how tensor_layout finds the axis
+        self.weight_shapes = set()  # shapes of the weights and their transposes: never batch-proportional
 
     # -- pre-existing tensors ------------------------------------------------------------------------------------
     def register_resident(self, tensor, name, kind):
@@ -307,7 +362,8 @@ class Recorder:
         if key in self.key_to_tid:
             return self.key_to_tid[key]
         tid = len(self.tensors)
-        self.tensors.append({"id": tid, "name": name, "bytes": int(storage.nbytes()), "kind": kind})
+        self.tensors.append({"id": tid, "name": name, "bytes": int(storage.nbytes()), "kind": kind,
+                             **tensor_layout(tensor, self.batch_extents, kind)})
         self.key_to_tid[key] = tid
         self.resident_refs.append(StorageWeakRef(storage))
         if kind == "weight":
@@ -405,6 +461,8 @@ class Recorder:
             grown = int(storage.nbytes())
             if grown > self.tensors[tid]["bytes"]:
                 self.tensors[tid]["bytes"] = grown  # resized in place: account the largest size
+                self.tensors[tid].update(
+                    tensor_layout(tensor, self.batch_extents, self.tensors[tid]["kind"], self.weight_shapes))
         return tid
 
     def current_unit(self):
@@ -500,7 +558,8 @@ class RecordingMode(TorchDispatchMode):
                 rec.phase]
             nbytes = int(storage.nbytes())
             rec.tensors.append({"id": tid, "name": f"{rec.op_label(func_name)}#{op_id}.out{len(output_ids)}",
-                                "bytes": nbytes, "kind": kind})
+                                "bytes": nbytes, "kind": kind,
+                                **tensor_layout(tensor, rec.batch_extents, kind, rec.weight_shapes)})
             rec.key_to_tid[key] = tid
             rec.weakrefs[tid] = StorageWeakRef(storage)
             rec.producer[tid] = op_id
@@ -526,6 +585,8 @@ class RecordingMode(TorchDispatchMode):
         flops = None if is_view else op_flops(func_name, device_args, device_out, args)
         if flops is not None:
             op["flops"] = float(flops)
+        if rec.phase in ("forward", "backward") and func_name in SPLIT_TABLE:
+            op["split"] = SPLIT_TABLE[func_name]
         op["bytes_accessed"] = 0.0 if is_view else float(
             sum(t.numel() * t.element_size() for t in device_args) +
             sum(t.numel() * t.element_size() for t in device_out))
@@ -639,8 +700,13 @@ def record(work, device, warmup=1, repeat=3):
 
     units = layer_units(work.model)
     recorder = Recorder(device, units)
+    recorder.batch_extents = {int(work.inputs.shape[0])}
+    if not work.inputs.is_floating_point() and work.inputs.dim() == 2:  # token ids [batch, seq]
+        recorder.batch_extents.add(int(work.inputs.shape[0] * work.inputs.shape[1]))
     work.optimizer.zero_grad(set_to_none=True)
     names = {}
+    for param in work.model.parameters():
+        recorder.weight_shapes.update({tuple(param.shape), tuple(reversed(param.shape))})
     for name, param in work.model.named_parameters():
         names[id(param)] = name
         recorder.register_resident(param, name, "weight")
@@ -689,6 +755,7 @@ def finish_trace(work, recorder, device):
             tid = recorder.key_to_tid.get(storage_of(param.grad)._cdata)
             if tid is not None and recorder.tensors[tid]["kind"] == "gradient":
                 recorder.tensors[tid]["kind"] = "weight_grad"
+                recorder.tensors[tid].pop("batch_axis", None)
     # Release points: found released at the start of op k => released after op k - 1; alive at the end => last op.
     for tensor in recorder.tensors:
         if tensor["kind"] in INITIALLY_RESIDENT:
@@ -718,7 +785,7 @@ def finish_trace(work, recorder, device):
     for op in ops:
         entry = {key: op[key] for key in ("id", "name", "type", "phase", "layer", "inputs", "outputs",
                                           "workspace_bytes", "time_s")}
-        for key in ("flops", "bytes_accessed"):
+        for key in ("flops", "bytes_accessed", "split"):
             if key in op:
                 entry[key] = op[key]
         ordered_ops.append(entry)

@@ -1,7 +1,9 @@
-// memsim trace info|plot: look at a trace (counts, bytes by kind, default-schedule peak; memory over the iteration).
+// memsim trace info|plot|rescale: look at a trace (counts, bytes by kind, default-schedule peak; memory over the
+// iteration), or rescale it to another batch size and GPU.
 #include "commands.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/hwmodels/rescale.hpp"
 #include "memsim/traces/summary.hpp"
 #include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
@@ -27,6 +29,8 @@ struct TraceOptions {
   std::string out;
   std::string title;
   bool keep_data = false;
+  std::int64_t batch = 0;
+  std::string gpu;
 };
 
 // The memory curve under the default schedule: one row per op (start and end time, bytes while it runs).
@@ -66,7 +70,7 @@ int run_python(const std::vector<std::string>& arguments)
 
 void add_trace_command(CLI::App& app, Context& context)
 {
-  CLI::App* trace = app.add_subcommand("trace", "Look at a trace: summary and memory plot");
+  CLI::App* trace = app.add_subcommand("trace", "Look at a trace (summary, memory plot) or rescale it");
   trace->require_subcommand(1);
   auto options = std::make_shared<TraceOptions>();
 
@@ -121,6 +125,35 @@ void add_trace_command(CLI::App& app, Context& context)
     }
     fmt::print("{}: default-schedule memory of {} ops, peak {} bytes\n", out.string(), loaded.ops.size(),
                summary.default_peak_bytes);
+  });
+
+  CLI::App* rescale = trace->add_subcommand(
+      "rescale", "The trace at another batch size (and GPU): batch-proportional tensors, workspace, flops, bytes and "
+                 "op times through the cost model (traces/src/RESCALING.md); weights and optimizer state unchanged");
+  rescale->add_option("TRACE", options->trace, "trace file (.trace.json or .trace.json.gz)")->required();
+  rescale->add_option("--batch", options->batch, "the new batch size (the trace's source.batch must be known)")
+      ->required();
+  rescale->add_option("--gpu", options->gpu,
+                      "a machine preset or file whose first GPU runs the rescaled trace (default: the recording GPU)");
+  rescale->add_option("--out", options->out, "trace to write (.trace.json, or .trace.json.gz to compress)")
+      ->required();
+  rescale->callback([options] {
+    if (options->batch <= 0)
+      throw InputError("--batch", fmt::format("batch {} must be positive", options->batch));
+    const Trace loaded = load_trace(options->trace);
+    std::optional<Gpu> target;
+    if (!options->gpu.empty())
+      target = load_machine_or_preset(options->gpu, default_presets_dir()).gpus.at(0);
+    const Trace scaled = rescale_trace(loaded, options->batch, target, options->trace);
+    const std::filesystem::path out = options->out;
+    if (out.has_parent_path())
+      std::filesystem::create_directories(out.parent_path());
+    save_trace(scaled, out);
+    const MemoryProfile before = default_memory_profile(loaded);
+    const MemoryProfile after = default_memory_profile(scaled);
+    fmt::print("{}: batch {} -> {} on {}: compute {:.6g} s -> {:.6g} s, default-schedule peak {} -> {} bytes\n",
+               out.string(), loaded.source.batch, scaled.source.batch, scaled.source.device, loaded.total_time_s(),
+               scaled.total_time_s(), before.peak_bytes, after.peak_bytes);
   });
 }
 

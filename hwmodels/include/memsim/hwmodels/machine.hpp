@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "memsim/hwmodels/efficiency.hpp"
+
 namespace memsim {
 
 struct Gpu {
@@ -16,6 +18,7 @@ struct Gpu {
   std::map<std::string, double> peak_flops; // dtype -> FLOP/s
   double hbm_bandwidth = 0;                // bytes/s
   double kernel_launch_s = 0;
+  GpuEfficiency efficiency = default_efficiency(); // the optional `efficiency:` block, else the defaults
 };
 
 struct HostSpec {

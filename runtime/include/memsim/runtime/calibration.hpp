@@ -1,6 +1,8 @@
 #pragma once
 // What `memsim-cuda calibrate` measured, and the memsim-machine YAML / raw JSON made from it.
 // Measuring needs a GPU (calibrate_device.cpp); deriving and writing do not, so they are unit-tested.
+#include "memsim/hwmodels/efficiency.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -21,6 +23,12 @@ struct TransferPoint {
 struct SpinAccuracyPoint {
   double requested_s = 0;
   double measured_s = 0; // median, event to event
+};
+
+// One point of an efficiency sweep: the work of one kernel (flops or bytes) and its median time.
+struct SweepPoint {
+  double work = 0;
+  double seconds = 0;
 };
 
 struct CalibrationData {
@@ -45,7 +53,18 @@ struct CalibrationData {
   std::string gemm_note;                    // e.g. why peak_flops is empty
   double hbm_bytes_per_s = 0;               // device-to-device copy, bytes read + written
   std::vector<SpinAccuracyPoint> spin_accuracy;
+  // Efficiency sweeps (the cost model's curves, hwmodels/efficiency.hpp): fp32 cuBLAS GEMMs of growing size;
+  // TF32 GEMMs of the im2col shapes of 3x3 convolutions (cuDNN runs fp32 convolutions in TF32; memsim-cuda has no
+  // cuDNN, so these stand in for convolutions); device-to-device copies (memory-bound, bytes read + written).
+  std::vector<SweepPoint> gemm_sweep;
+  std::vector<SweepPoint> convolution_sweep;
+  std::vector<SweepPoint> memory_sweep;
 };
+
+// The `efficiency:` curves fitted to the sweeps (fit_efficiency_curve): GEMM and convolution against the fp32
+// GEMM peak, memory against hbm_bytes_per_s, as the cost model measures them. A class whose sweep is missing or
+// does not fit keeps the default curve; `notes` says which.
+GpuEfficiency fit_sweeps(const CalibrationData& data, std::vector<std::string>* notes = nullptr);
 
 // The host link as the Machine file states it.
 struct HostLinkModel {

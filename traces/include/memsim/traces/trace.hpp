@@ -87,9 +87,9 @@ std::uint64_t dtype_bytes(std::string_view dtype);
 std::optional<std::string> shape_problem(const Tensor& tensor, std::uint64_t element_bytes);
 // split_of / fused_from name an existing op (id < op_count) other than the op itself.
 std::optional<std::string> derived_op_problem(const Op& op, std::int64_t op_count);
-// Times the derived ops that gave no time_s from their source op, in id order: a split micro-op takes
-// time/parts, a fused op time x models. A placeholder until the cost model's op_time(op, gpu, scale) lands
-// (DESIGN.md "Op cost as a function of size"): it ignores that small kernels are less efficient.
+// Gives derived ops without time_s (has_time stays false) a placeholder time_s from their source op, in id order:
+// time/parts for a micro-op, time x models for a fused op (what summaries show). The cost model (hwmodels
+// CostModel::op_time) times them instead from the source op's efficiency curve at 1/parts or x models the work.
 void time_derived_ops(std::vector<Op>& ops);
 
 struct TraceSource {
