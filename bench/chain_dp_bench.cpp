@@ -45,8 +45,9 @@ Problem random_chain(int length, int levels, std::uint32_t seed)
   problem.memory = levels;
   problem.unit_transfer_time = unit * 1e-3 / 2; // moving one average output takes about a forward
   for (const Bytes& b : layers)
-    problem.stages.push_back(Stage{b.forward_time, b.backward_time, units(b.output), std::max(units(b.output), units(b.saved)),
-                                   units(b.forward_overhead), units(b.backward_overhead)});
+    problem.stages.push_back(Stage{b.forward_time, b.backward_time, units(b.output),
+                                   std::max(units(b.output), units(b.saved)), units(b.forward_overhead),
+                                   units(b.backward_overhead)});
   return problem;
 }
 
@@ -84,8 +85,10 @@ int main(int argc, char** argv)
     });
     // offload-dp, pofo and autocapper reuse rotor's table (pofo's Theorem 1 counts it); their own times exclude it.
     const double pofo_s = seconds_of([&] { pofo = solve_combined(problem, *table, {CombinedMode::full}); });
-    const double offload_s = seconds_of([&] { offload = solve_combined(problem, *table, {CombinedMode::offload_only}); });
-    const double capped_s = seconds_of([&] { capped = solve_combined(problem, *table, {CombinedMode::hidden_offloads}); });
+    const double offload_s =
+        seconds_of([&] { offload = solve_combined(problem, *table, {CombinedMode::offload_only}); });
+    const double capped_s =
+        seconds_of([&] { capped = solve_combined(problem, *table, {CombinedMode::hidden_offloads}); });
     const double opportunist_s = seconds_of([&] { opportunist = solve_opportunist(problem, *table); });
     fmt::print("{:>6} {:>4} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.3f} {:>12.6f} {:>12.6f}\n", length, levels,
                rotor_s, pofo_s, offload_s, capped_s, opportunist_s, rotor_time, pofo.time);

@@ -56,7 +56,8 @@ Trace chain_trace(int layers)
   trace.name = fmt::format("bench-chain-{}", layers);
   trace.source = TraceSource{"memsim-bench", "bench-gpu", "fp32", 1, ""};
   auto tensor = [&](std::string name, std::uint64_t bytes, TensorKind kind) {
-    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}, {}, {}});
+    trace.tensors.push_back(
+        Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}, {}, {}});
     return trace.tensors.back().id;
   };
   auto op = [&](std::string name, Phase phase, int layer, std::vector<TensorId> inputs, TensorId output,
@@ -76,8 +77,8 @@ Trace chain_trace(int layers)
   std::vector<TensorId> activations{tensor("x", kActivationBytes, TensorKind::input)};
   for (int l = 1; l <= layers; ++l) {
     activations.push_back(tensor(fmt::format("a{}", l), kActivationBytes, TensorKind::activation));
-    op(fmt::format("f{}", l), Phase::forward, l, {activations[static_cast<std::size_t>(l - 1)], w},
-       activations.back(), kForwardSeconds);
+    op(fmt::format("f{}", l), Phase::forward, l, {activations[static_cast<std::size_t>(l - 1)], w}, activations.back(),
+       kForwardSeconds);
   }
   TensorId gradient = tensor(fmt::format("g{}", layers), kActivationBytes, TensorKind::gradient);
   op("loss", Phase::loss, layers, {activations.back()}, gradient, kForwardSeconds);
@@ -101,13 +102,15 @@ Plan chain_plan(const Trace& trace, int layers)
   PlanBuilder build(plan);
   auto activation = [](int l) { return static_cast<TensorId>(l + 1); }; // tensor 0 is w, 1 is x
   const OpId loss = layers;
-  std::vector<StepId> forward(static_cast<std::size_t>(layers + 1), -1), freed(static_cast<std::size_t>(layers + 1), -1);
+  std::vector<StepId> forward(static_cast<std::size_t>(layers + 1), -1),
+      freed(static_cast<std::size_t>(layers + 1), -1);
   std::vector<StepId> offload(static_cast<std::size_t>(layers + 1), -1);
   for (int l = 1; l <= layers; ++l) {
     forward[static_cast<std::size_t>(l)] = build.compute(l - 1);
     if (l >= 2 && l - 1 < layers) // a(l-1) was read by f(l): its device copy can go
       freed[static_cast<std::size_t>(l - 1)] =
-          build.free(activation(l - 1), {offload[static_cast<std::size_t>(l - 1)], forward[static_cast<std::size_t>(l)]}, "d2h");
+          build.free(activation(l - 1),
+                     {offload[static_cast<std::size_t>(l - 1)], forward[static_cast<std::size_t>(l)]}, "d2h");
     if (l < layers)
       offload[static_cast<std::size_t>(l)] = build.offload(activation(l), {forward[static_cast<std::size_t>(l)]});
   }
@@ -116,7 +119,8 @@ Plan chain_plan(const Trace& trace, int layers)
   std::vector<StepId> prefetched(static_cast<std::size_t>(layers + 1), -1);
   auto prefetch = [&](int l, StepId after) {
     if (l >= 1 && l < layers)
-      prefetched[static_cast<std::size_t>(l)] = build.prefetch(activation(l), {freed[static_cast<std::size_t>(l)], after});
+      prefetched[static_cast<std::size_t>(l)] =
+          build.prefetch(activation(l), {freed[static_cast<std::size_t>(l)], after});
   };
   prefetch(layers - 1, previous);
   TensorId gradient = static_cast<TensorId>(layers + 2);
@@ -311,9 +315,8 @@ int main(int argc, char** argv)
     const nlohmann::json simgrid = best_of(repeat, "total_s", [&] {
       return end_to_end(trace_file, plan_file, metrics_file, EngineKind::simgrid);
     });
-    const nlohmann::json fast = best_of(repeat, "total_s", [&] {
-      return end_to_end(trace_file, plan_file, metrics_file, EngineKind::fast);
-    });
+    const nlohmann::json fast =
+        best_of(repeat, "total_s", [&] { return end_to_end(trace_file, plan_file, metrics_file, EngineKind::fast); });
     const nlohmann::json raw = best_of(repeat, "raw_s", [&] {
       return nlohmann::json{{"raw_s", raw_simgrid_seconds(activities)}};
     });

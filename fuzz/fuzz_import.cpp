@@ -15,19 +15,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const ImporterRegistry& registry = importer_registry();
   const ImporterInfo& importer = registry.get(MEMSIM_FUZZ_IMPORTER);
   const auto [document, second] = fuzz::split_documents(data, size);
-  const auto path = fuzz::input_file(reinterpret_cast<const std::uint8_t*>(document.data()), document.size(),
-                                     ".import", "source");
+  const auto path =
+      fuzz::input_file(reinterpret_cast<const std::uint8_t*>(document.data()), document.size(), ".import", "source");
   nlohmann::json params = nlohmann::json::object();
   if (!second.empty() && importer.name == "pytorch-eg")
-    params["profile"] = fuzz::input_file(reinterpret_cast<const std::uint8_t*>(second.data()), second.size(),
-                                         ".json", "profile")
-                            .string();
+    params["profile"] =
+        fuzz::input_file(reinterpret_cast<const std::uint8_t*>(second.data()), second.size(), ".json", "profile")
+            .string();
   std::optional<ImportedTrace> imported;
   fuzz::expect_located_errors([&] { imported = importer.make(path, registry.complete_params(importer, params)); });
   if (!imported)
     return 0;
-  const auto written = std::filesystem::temp_directory_path() /
-                       ("memsim-fuzz-" + std::to_string(::getpid()) + "-imported.trace.json");
+  const auto written =
+      std::filesystem::temp_directory_path() / ("memsim-fuzz-" + std::to_string(::getpid()) + "-imported.trace.json");
   save_trace(imported->trace, written);
   try {
     load_trace(written);

@@ -21,9 +21,9 @@ namespace memsim::fuzz {
 inline std::filesystem::path input_file(const std::uint8_t* data, std::size_t size, std::string_view suffix,
                                         std::string_view role = "input")
 {
-  const std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                     ("memsim-fuzz-" + std::to_string(::getpid()) + "-" + std::string(role) +
-                                      std::string(suffix));
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("memsim-fuzz-" + std::to_string(::getpid()) + "-" + std::string(role) + std::string(suffix));
   write_text_file(path, std::string(reinterpret_cast<const char*>(data), size));
   return path;
 }

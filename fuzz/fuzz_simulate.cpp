@@ -14,11 +14,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto [first, second] = fuzz::split_documents(data, size);
   const bool has_trace = !second.empty();
   const std::string_view plan_text = has_trace ? second : first;
-  const auto plan_path = fuzz::input_file(reinterpret_cast<const std::uint8_t*>(plan_text.data()), plan_text.size(),
-                                          ".plan.json");
-  const auto trace_path = has_trace ? fuzz::input_file(reinterpret_cast<const std::uint8_t*>(first.data()),
-                                                       first.size(), ".trace.json")
-                                    : fuzz::fixture("good.trace.json");
+  const auto plan_path =
+      fuzz::input_file(reinterpret_cast<const std::uint8_t*>(plan_text.data()), plan_text.size(), ".plan.json");
+  const auto trace_path =
+      has_trace ? fuzz::input_file(reinterpret_cast<const std::uint8_t*>(first.data()), first.size(), ".trace.json")
+                : fuzz::fixture("good.trace.json");
   fuzz::expect_located_errors([&] {
     const Trace trace = load_trace(trace_path);
     const Plan plan = load_plan(plan_path);

@@ -23,7 +23,7 @@ if ! command -v "$clang_format" >/dev/null; then
 fi
 
 cd "$(dirname "$0")/.."
-folders=(common hwmodels traces planners sim experiments runtime tests bench)
+folders=(common hwmodels traces planners sim experiments runtime tests bench fuzz)
 mapfile -d '' files < <(find "${folders[@]}" -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' \) \
                           -print0 | LC_ALL=C sort -z)
 

@@ -71,7 +71,6 @@ std::optional<std::string> param_value_problem(const ParamSpec& spec, const nloh
   return std::nullopt;
 }
 
-
 std::string_view to_string(ParamType type)
 {
   switch (type) {
@@ -143,8 +142,8 @@ nlohmann::json parse_param_value(const ParamSpec& spec, const std::string& text)
 }
 
 nlohmann::json parse_param_assignments(std::string_view kind, std::string_view component,
-                                       const std::vector<ParamSpec>& specs,
-                                       const std::vector<std::string>& assignments, const std::string& where)
+                                       const std::vector<ParamSpec>& specs, const std::vector<std::string>& assignments,
+                                       const std::string& where)
 {
   nlohmann::json params = nlohmann::json::object();
   for (const std::string& assignment : assignments) {

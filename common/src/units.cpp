@@ -43,8 +43,8 @@ double apply_suffix(std::string_view text, std::string_view what, const std::arr
   for (const auto& candidate : suffixes)
     if (candidate.text == suffix)
       return value * candidate.factor;
-  throw std::invalid_argument(
-      fmt::format("'{}' is not a {}: unknown unit '{}' (accepted: {})", text, what, suffix, accepted));
+  throw std::invalid_argument(fmt::format("'{}' is not a {}: unknown unit '{}' (accepted: {})", text, what, suffix,
+                                          accepted));
 }
 
 constexpr double kKiB = 1024.0;

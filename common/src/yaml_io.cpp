@@ -81,8 +81,8 @@ bool is_name_key(const YAML::Node& key)
   if (!key.IsScalar())
     return false;
   const std::string& text = key.Scalar();
-  static const std::set<std::string> reserved{"null", "Null", "NULL", "true",  "True",  "TRUE",
-                                              "false", "False", "FALSE", "yes", "no", "on", "off"};
+  static const std::set<std::string> reserved{"null",  "Null",  "NULL", "true", "True", "TRUE", "false",
+                                              "False", "FALSE", "yes",  "no",   "on",   "off"};
   return !text.empty() && (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_') &&
          !reserved.count(text);
 }
@@ -154,7 +154,10 @@ auto parse_scalar(const Node& node, Parse parse)
 }
 } // namespace
 
-double Node::as_number() const { return parse_scalar(*this, [](const std::string& t) { return units::parse_number(t); }); }
+double Node::as_number() const
+{
+  return parse_scalar(*this, [](const std::string& t) { return units::parse_number(t); });
+}
 
 std::int64_t Node::as_int() const
 {
@@ -182,7 +185,10 @@ bool Node::as_bool() const
   fail(fmt::format("'{}' is not true or false", text));
 }
 
-std::uint64_t Node::as_bytes() const { return parse_scalar(*this, [](const std::string& t) { return units::parse_bytes(t); }); }
+std::uint64_t Node::as_bytes() const
+{
+  return parse_scalar(*this, [](const std::string& t) { return units::parse_bytes(t); });
+}
 double Node::as_bandwidth() const
 {
   return parse_scalar(*this, [](const std::string& t) { return units::parse_bandwidth(t); });
@@ -200,8 +206,8 @@ void Node::expect_format(const char* format, int version) const
     at("format").fail(fmt::format("expected format '{}', found '{}'", format, found));
   std::int64_t found_version = at("version").as_int();
   if (found_version != version)
-    at("version").fail(
-        fmt::format("unsupported {} version {} (this build reads version {})", format, found_version, version));
+    at("version").fail(fmt::format("unsupported {} version {} (this build reads version {})", format, found_version,
+                                   version));
 }
 
 } // namespace memsim::yaml_io

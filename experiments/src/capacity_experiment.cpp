@@ -80,11 +80,10 @@ std::optional<CapacityResult> read_cached(const std::filesystem::path& file, con
     result.largest = document.at("largest").get<std::int64_t>();
   result.reached_limit = document.at("reached_limit").get<bool>();
   for (const Json& probe : document.at("probes"))
-    result.probes.push_back(Probe{probe.at("value").get<std::int64_t>(),
-                                  ProbeOutcome{probe.at("feasible").get<bool>(),
-                                               probe.at("iteration_time_s").get<double>(),
-                                               probe.at("samples_per_s").get<double>(),
-                                               probe.at("reason").get<std::string>()}});
+    result.probes.push_back(
+        Probe{probe.at("value").get<std::int64_t>(),
+              ProbeOutcome{probe.at("feasible").get<bool>(), probe.at("iteration_time_s").get<double>(),
+                           probe.at("samples_per_s").get<double>(), probe.at("reason").get<std::string>()}});
   return result;
 }
 
@@ -131,8 +130,8 @@ public:
       for (std::size_t i = next++; i < pending.size(); i = next++) {
         SearchJob& job = *pending[i];
         try {
-          CapacityResult result = find_largest_feasible(
-              [&](std::int64_t value) { return probe_study(job.study, value); }, job.bounds);
+          CapacityResult result =
+              find_largest_feasible([&](std::int64_t value) { return probe_study(job.study, value); }, job.bounds);
           write_text_atomically(file_of(job), result_to_json(job.content, result).dump() + "\n");
           std::lock_guard lock(mutex);
           job.result = std::move(result);
@@ -332,11 +331,11 @@ CapacitySummary run_capacity_experiment(const Experiment& experiment, const std:
   const SearchSettings& settings = experiment.search.value();
   const std::filesystem::path cache_dir = out_dir / "searches";
   create_output_folder(cache_dir);
-  const unsigned jobs = options.jobs ? options.jobs
-                                     : (experiment.jobs ? experiment.jobs
-                                                        : std::max(1u, std::thread::hardware_concurrency()));
-  const bool progress = options.progress == Progress::on ||
-                        (options.progress == Progress::automatic && ::isatty(STDERR_FILENO));
+  const unsigned jobs = options.jobs
+                            ? options.jobs
+                            : (experiment.jobs ? experiment.jobs : std::max(1u, std::thread::hardware_concurrency()));
+  const bool progress =
+      options.progress == Progress::on || (options.progress == Progress::automatic && ::isatty(STDERR_FILENO));
   SearchRunner runner(cache_dir, jobs, progress);
   std::vector<CapacityCell> cells = expand_capacity_cells(experiment);
 

@@ -59,14 +59,10 @@ Json param_value(const yaml_io::Node& node, const ParamSpec* spec)
   if (spec == nullptr)
     return node.as_string(); // unknown: complete_params names the valid ones
   switch (spec->type) {
-  case ParamType::integer:
-    return node.as_int();
-  case ParamType::number:
-    return node.as_number();
-  case ParamType::boolean:
-    return node.as_bool();
-  case ParamType::string:
-    return node.as_string();
+  case ParamType::integer: return node.as_int();
+  case ParamType::number: return node.as_number();
+  case ParamType::boolean: return node.as_bool();
+  case ParamType::string: return node.as_string();
   }
   return node.as_string();
 }
@@ -176,8 +172,7 @@ Trace generate_workload(const yaml_io::Node& spec, const Machine& machine, Json&
   }
 }
 
-Workload load_workload(const yaml_io::Node& node, const std::filesystem::path& experiment_file,
-                       const Machine& machine)
+Workload load_workload(const yaml_io::Node& node, const std::filesystem::path& experiment_file, const Machine& machine)
 {
   node.only_keys({"name", "trace", "generate"});
   Workload workload;
@@ -309,8 +304,8 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
 {
   yaml_io::Node root(yaml_io::read_file(path), path.string());
   root.expect_format("memsim-experiment", 1);
-  root.only_keys({"format", "version", "name", "description", "workloads", "machine", "planners", "sweep",
-                  "outputs", "parallelism", "engine", "allocator", "search"});
+  root.only_keys({"format", "version", "name", "description", "workloads", "machine", "planners", "sweep", "outputs",
+                  "parallelism", "engine", "allocator", "search"});
   Experiment experiment;
   experiment.source = path;
   experiment.name = root.at("name").as_string();
@@ -463,20 +458,20 @@ std::vector<Cell> expand_cells(const Experiment& experiment)
 Json cell_to_json(const Cell& cell)
 {
   Json document{{"cell_format", kCellFormat},
-              {"index", cell.index},
-              {"workload", cell.workload},
-              {"trace_file", cell.trace_file.string()},
-              {"trace_hash", cell.trace_hash},
-              {"machine", cell.machine},
-              {"machine_file", cell.machine_file.string()},
-              {"machine_hash", cell.machine_hash},
-              {"planner_label", cell.planner_label},
-              {"planner", cell.planner},
-              {"params", cell.params},
-              {"budget_bytes", cell.budget_bytes},
-              {"budget_fraction", optional_number(cell.budget_fraction)},
-              {"bandwidth_override", optional_number(cell.bandwidth_override)},
-              {"bandwidth_bytes_per_s", cell.bandwidth_bytes_per_s}};
+                {"index", cell.index},
+                {"workload", cell.workload},
+                {"trace_file", cell.trace_file.string()},
+                {"trace_hash", cell.trace_hash},
+                {"machine", cell.machine},
+                {"machine_file", cell.machine_file.string()},
+                {"machine_hash", cell.machine_hash},
+                {"planner_label", cell.planner_label},
+                {"planner", cell.planner},
+                {"params", cell.params},
+                {"budget_bytes", cell.budget_bytes},
+                {"budget_fraction", optional_number(cell.budget_fraction)},
+                {"bandwidth_override", optional_number(cell.bandwidth_override)},
+                {"bandwidth_bytes_per_s", cell.bandwidth_bytes_per_s}};
   // Only when not the default, so the keys (and caches) of experiments from before these options stay valid.
   if (cell.engine != EngineKind::simgrid)
     document["engine"] = std::string(to_string(cell.engine));
@@ -539,10 +534,9 @@ std::string cell_key(const Cell& cell) { return stable_hash(key_json(cell).dump(
 
 std::string describe_cell(const Cell& cell)
 {
-  std::string budget = cell.budget_fraction
-                           ? fmt::format("{}xpeak({})", format_number(*cell.budget_fraction),
-                                         units::format_bytes(static_cast<double>(cell.budget_bytes)))
-                           : units::format_bytes(static_cast<double>(cell.budget_bytes));
+  std::string budget = cell.budget_fraction ? fmt::format("{}xpeak({})", format_number(*cell.budget_fraction),
+                                                          units::format_bytes(static_cast<double>(cell.budget_bytes)))
+                                            : units::format_bytes(static_cast<double>(cell.budget_bytes));
   std::string text = fmt::format("{} {} {}", cell.workload, cell.planner_label, budget);
   if (cell.bandwidth_override)
     text += fmt::format(" {}GB/s", format_number(*cell.bandwidth_override / 1e9));

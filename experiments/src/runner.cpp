@@ -56,7 +56,6 @@ private:
   struct sigaction previous_term_ {};
 };
 
-
 class ProgressLine {
 public:
   explicit ProgressLine(bool enabled) : enabled_(enabled) {}
@@ -110,9 +109,9 @@ std::vector<std::filesystem::path> draw_plots(const std::vector<std::string>& ki
   std::string plots;
   for (const auto& plot : kinds)
     plots += (plots.empty() ? "" : ",") + plot;
-  pid_t pid = spawn_process({python.string(), script.string(), csv.string(), "--out", out_dir.string(), "--plots",
-                             plots},
-                            std::nullopt);
+  pid_t pid =
+      spawn_process({python.string(), script.string(), csv.string(), "--out", out_dir.string(), "--plots", plots},
+                    std::nullopt);
   const int status = wait_for_process(pid);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw RunError(fmt::format("plotting failed: {} {} ended with {} (see its message above; run with --no-plots "
@@ -254,7 +253,8 @@ std::string format_table(const std::vector<Cell>& cells, const std::vector<CellR
         width = std::max(width, entries[{planner, budget.first}].size());
       widths.push_back(width);
     }
-    bool two_header_lines = std::any_of(budgets.begin(), budgets.end(), [](const auto& b) { return !b.second.empty(); });
+    bool two_header_lines =
+        std::any_of(budgets.begin(), budgets.end(), [](const auto& b) { return !b.second.empty(); });
     std::string header = pad("budget", first_width, false);
     std::string header2 = pad("", first_width, false);
     for (std::size_t b = 0; b < budgets.size(); ++b) {
@@ -322,8 +322,8 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
   std::filesystem::path worker = options.worker_executable;
   if (worker.empty())
     worker = std::filesystem::read_symlink("/proc/self/exe");
-  const bool show_progress = options.progress == Progress::on ||
-                             (options.progress == Progress::automatic && ::isatty(STDERR_FILENO));
+  const bool show_progress =
+      options.progress == Progress::on || (options.progress == Progress::automatic && ::isatty(STDERR_FILENO));
   ProgressLine progress(show_progress);
   std::size_t done = summary.cached;
 
@@ -375,10 +375,9 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
       std::filesystem::remove(log);
     } else if (interrupt_signal == 0) {
       failures.emplace(cell.index, fmt::format("cell {} ({}) failed: worker ended with {}{}:\n    {}\n  log: {}{}",
-                                             cell.index + 1, describe_cell(cell), describe_status(status),
-                                             WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " without a result"
-                                                                                            : "",
-                                             log_tail(log), log.string(), full_disk_note(cells_dir)));
+                                               cell.index + 1, describe_cell(cell), describe_status(status),
+                                               WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " without a result" : "",
+                                               log_tail(log), log.string(), full_disk_note(cells_dir)));
     }
     progress.show(done, summary.cells, describe_cell(cell));
   }

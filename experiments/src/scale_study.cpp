@@ -155,8 +155,8 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
   outcome.feasible = true;
   if (study.min_samples_per_s && outcome.samples_per_s < *study.min_samples_per_s) {
     outcome.feasible = false;
-    outcome.reason = fmt::format("{:.6g} samples/s is below the floor of {:.6g}", outcome.samples_per_s,
-                                 *study.min_samples_per_s);
+    outcome.reason =
+        fmt::format("{:.6g} samples/s is below the floor of {:.6g}", outcome.samples_per_s, *study.min_samples_per_s);
   }
   return outcome;
 }

@@ -176,8 +176,7 @@ ValidationReport compare_runs(const RunResult& simulated, const RunResult& measu
       const double median = quantile(times, 0.5);
       if (!times.empty() && median > 0)
         s.measured_iteration_spread =
-            (*std::max_element(times.begin(), times.end()) - *std::min_element(times.begin(), times.end())) /
-            median;
+            (*std::max_element(times.begin(), times.end()) - *std::min_element(times.begin(), times.end())) / median;
     }
   }
   return report;

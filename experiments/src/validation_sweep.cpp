@@ -169,10 +169,10 @@ SweepSummary validate_sweep(experiments::Experiment& experiment, const fs::path&
       fs::create_directories(job.dir);
       const PlannedCell& entry = planned[job.planned_index];
       const pid_t pid =
-          spawn_process({options.executable.string(), "validate", "--trace", entry.cell.trace_file.string(), "--machine",
-                 experiment.machine_file.string(), "--plan", job.plan_file.string(), "--measured",
-                 job.measured_file.string(), "--out", job.dir.string(), "--no-plots", "--quiet"},
-                job.dir / "log.txt");
+          spawn_process({options.executable.string(), "validate", "--trace", entry.cell.trace_file.string(),
+                         "--machine", experiment.machine_file.string(), "--plan", job.plan_file.string(), "--measured",
+                         job.measured_file.string(), "--out", job.dir.string(), "--no-plots", "--quiet"},
+                        job.dir / "log.txt");
       running[pid] = next++;
     }
     int status = 0;
@@ -208,10 +208,11 @@ SweepSummary validate_sweep(experiments::Experiment& experiment, const fs::path&
     if (row.summary.kernels.empty())
       row.summary.kernels = job.kernels;
     const experiments::Cell& cell = planned[row.cell].cell;
-    csv += fmt::format("{},{},{},{},{},{},{},{}", planned[row.cell].id, csv_field(cell.workload), csv_field(cell.machine),
-                       csv_field(cell.planner_label), csv_field(cell.planner), cell.budget_bytes,
-                       cell.budget_fraction ? experiments::format_number(*cell.budget_fraction) : std::string(),
-                       row.plan_matches ? "true" : "false");
+    csv +=
+        fmt::format("{},{},{},{},{},{},{},{}", planned[row.cell].id, csv_field(cell.workload), csv_field(cell.machine),
+                    csv_field(cell.planner_label), csv_field(cell.planner), cell.budget_bytes,
+                    cell.budget_fraction ? experiments::format_number(*cell.budget_fraction) : std::string(),
+                    row.plan_matches ? "true" : "false");
     for (const std::string& value : summary_csv_values(row.summary))
       csv += "," + csv_field(value);
     csv += "\n";

@@ -141,8 +141,7 @@ Machine load_machine(const std::filesystem::path& path)
         std::string valid;
         for (const auto& name : node_names)
           valid += (valid.empty() ? "" : ", ") + name;
-        links.item(i).at("endpoints").item(end).fail(
-            fmt::format("unknown endpoint '{}' (nodes: {})", endpoint, valid));
+        links.item(i).at("endpoints").item(end).fail(fmt::format("unknown endpoint '{}' (nodes: {})", endpoint, valid));
       }
     }
     if (link.endpoint_a == link.endpoint_b)

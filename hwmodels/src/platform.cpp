@@ -76,8 +76,8 @@ SimPlatform build_platform(sg4::Engine& engine, const Machine& machine)
       for (const RouteHop& hop : machine.route(node_names[from], node_names[to])) {
         const SimLink& sim_link = links[hop.link];
         if (sim_link.split)
-          hops.emplace_back(sim_link.split, hop.forward ? sg4::LinkInRoute::Direction::UP
-                                                        : sg4::LinkInRoute::Direction::DOWN);
+          hops.emplace_back(sim_link.split,
+                            hop.forward ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
         else
           hops.emplace_back(sim_link.shared);
         latency += machine.links[hop.link].latency_s;

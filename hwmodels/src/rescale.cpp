@@ -107,14 +107,14 @@ Trace rescale_trace(const Trace& trace, std::int64_t batch, const std::optional<
     const OpClass op_class = classify_op(old_op);
     const double old_work = op_work(old_op, op_class);
     const double work_scale = op_class == OpClass::unsized ? ratio
-                              : old_work > 0                  ? op_work(op, op_class) / old_work
-                                                              : 1.0;
+                              : old_work > 0               ? op_work(op, op_class) / old_work
+                                                           : 1.0;
     if (op.has_time) // a derived op without time stays timed from its source
       op.time_s = cost.kernel_time(old_op, gpu, work_scale);
   }
-  scaled.source.tool = fmt::format("memsim trace rescale from batch {} on {} ({})", recorded,
-                                   trace.source.device.empty() ? "an unnamed GPU" : trace.source.device,
-                                   trace.source.tool);
+  scaled.source.tool =
+      fmt::format("memsim trace rescale from batch {} on {} ({})", recorded,
+                  trace.source.device.empty() ? "an unnamed GPU" : trace.source.device, trace.source.tool);
   scaled.source.batch = batch;
   scaled.source.device = gpu.model;
   validate_trace(scaled, source_name);

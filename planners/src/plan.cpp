@@ -44,10 +44,7 @@ constexpr std::int64_t kMaxIndex = std::numeric_limits<int>::max();
 constexpr double kMaxResidencySlots = 0x1p28;
 
 // Steps that may run on the host (device -1).
-bool may_run_on_host(StepKind kind)
-{
-  return step_names_op(kind) || kind == StepKind::free || is_view(kind);
-}
+bool may_run_on_host(StepKind kind) { return step_names_op(kind) || kind == StepKind::free || is_view(kind); }
 
 bool may_be_shared(TensorKind kind)
 {
@@ -163,7 +160,8 @@ PlacementRule read_placement_rule(const fast_json::Node& node)
     rule.tensor = node.at("tensor").as_int();
   }
   const std::string where = node.at("where").as_string();
-  auto found = std::find_if(kPlacements.begin(), kPlacements.end(), [&](const auto& entry) { return entry.second == where; });
+  auto found =
+      std::find_if(kPlacements.begin(), kPlacements.end(), [&](const auto& entry) { return entry.second == where; });
   if (found == kPlacements.end())
     node.at("where").fail(fmt::format("unknown placement '{}' (valid: device, host, none)", where));
   rule.where = found->first;
@@ -326,8 +324,12 @@ nlohmann::json plan_to_json(const Plan& plan)
     entry["deps"] = step.deps;
     steps.push_back(std::move(entry));
   }
-  json document = {{"format", "memsim-plan"}, {"version", 1},          {"trace", plan.trace},
-                   {"machine", plan.machine}, {"planner", plan.planner}, {"params", plan.params},
+  json document = {{"format", "memsim-plan"},
+                   {"version", 1},
+                   {"trace", plan.trace},
+                   {"machine", plan.machine},
+                   {"planner", plan.planner},
+                   {"params", plan.params},
                    {"budget_bytes", plan.budget_bytes}};
   if (plan.estimate.iteration_time_s || plan.estimate.peak_bytes) {
     json estimate = json::object();
@@ -403,8 +405,8 @@ void validate_plan(const Plan& plan, const Trace& trace, int device_count, const
                        fmt::format("extra op ids continue the trace's: expected {}", trace.ops.size() + i));
   // Extra ops read and write the trace's tensors and the extra ones: nothing else exists to the executor.
   for (std::size_t i = 0; i < plan.extra_ops.size(); ++i)
-    for (const auto& [key, ids] : {std::pair{"inputs", &plan.extra_ops[i].inputs},
-                                   std::pair{"outputs", &plan.extra_ops[i].outputs}})
+    for (const auto& [key, ids] :
+         {std::pair{"inputs", &plan.extra_ops[i].inputs}, std::pair{"outputs", &plan.extra_ops[i].outputs}})
       for (std::size_t k = 0; k < ids->size(); ++k)
         if ((*ids)[k] < 0 || (*ids)[k] >= tensor_count)
           throw InputError(fmt::format("{}: at /extra_ops/{}/{}/{}", source_name, i, key, k),
@@ -416,13 +418,14 @@ void validate_plan(const Plan& plan, const Trace& trace, int device_count, const
       throw InputError(where("device"),
                        fmt::format("device {} does not exist (the machine has {} GPU(s))", step.device, device_count));
     if (step.instance >= step_count)
-      throw InputError(where("instance"), fmt::format("instance {} is not below the plan's step count {}",
-                                                      step.instance, step_count));
-    if ((step.instance + 1.0) * static_cast<double>(tensor_count) * (device_count + 1.0) > kMaxResidencySlots)
       throw InputError(where("instance"),
-                       fmt::format("{} instances × {} tensors × {} memories (GPUs and the host) exceed the limit of {:g} "
-                                   "residency slots",
-                                   step.instance + 1, tensor_count, device_count + 1, kMaxResidencySlots));
+                       fmt::format("instance {} is not below the plan's step count {}", step.instance, step_count));
+    if ((step.instance + 1.0) * static_cast<double>(tensor_count) * (device_count + 1.0) > kMaxResidencySlots)
+      throw InputError(
+          where("instance"),
+          fmt::format("{} instances × {} tensors × {} memories (GPUs and the host) exceed the limit of {:g} "
+                      "residency slots",
+                      step.instance + 1, tensor_count, device_count + 1, kMaxResidencySlots));
     if (step.peer && (*step.peer < 0 || *step.peer >= device_count || *step.peer == step.device))
       throw InputError(where("peer"), fmt::format("peer {} is not another GPU of the machine", *step.peer));
     if (step.op && (*step.op < 0 || *step.op >= op_count))
@@ -485,8 +488,7 @@ StepId PlanBuilder::prefetch(TensorId tensor, std::vector<StepId> deps, int devi
 {
   return add(make_step(StepKind::prefetch, std::nullopt, tensor, std::move(deps), device, instance, stream));
 }
-StepId PlanBuilder::free(TensorId tensor, std::vector<StepId> deps, const std::string& stream, int device,
-                         int instance)
+StepId PlanBuilder::free(TensorId tensor, std::vector<StepId> deps, const std::string& stream, int device, int instance)
 {
   return add(make_step(StepKind::free, std::nullopt, tensor, std::move(deps), device, instance, stream));
 }

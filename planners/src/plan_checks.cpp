@@ -145,8 +145,8 @@ private:
     }
     const Tensor& parent = tensor(*step.tensor);
     if (total != parent.bytes)
-      fail(path("parts"), fmt::format("the parts add up to {} bytes, but tensor {} '{}' has {} bytes", total,
-                                      parent.id, parent.name, parent.bytes));
+      fail(path("parts"), fmt::format("the parts add up to {} bytes, but tensor {} '{}' has {} bytes", total, parent.id,
+                                      parent.name, parent.bytes));
   }
 
   // What the step may make resident where (for the merge and host-read checks; list order, timing ignored).

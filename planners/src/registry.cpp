@@ -27,9 +27,10 @@ Plan make_plan(const std::string& planner, const Trace& trace, const Machine& ma
   if (completed.budget_bytes == 0)
     completed.budget_bytes = gpu_memory;
   if (completed.budget_bytes > gpu_memory)
-    throw InputError("--budget", fmt::format("budget {} exceeds the memory of GPU '{}' ({})",
-                                             units::format_bytes(static_cast<double>(completed.budget_bytes)),
-                                             machine.gpus[0].name, units::format_bytes(static_cast<double>(gpu_memory))));
+    throw InputError("--budget",
+                     fmt::format("budget {} exceeds the memory of GPU '{}' ({})",
+                                 units::format_bytes(static_cast<double>(completed.budget_bytes)), machine.gpus[0].name,
+                                 units::format_bytes(static_cast<double>(gpu_memory))));
   completed.params = registry.complete_params(info, request.params);
   Plan plan = info.make(trace, machine, completed);
   plan.trace = trace.name;

@@ -28,9 +28,9 @@ struct VdnnOptions {
 struct Moved {
   TensorId tensor = 0;
   std::uint64_t bytes = 0;
-  OpId last_forward_use = 0;  // offload after this op
+  OpId last_forward_use = 0; // offload after this op
   OpId first_backward_use = 0;
-  OpId trigger = 0;           // prefetch after this op completes
+  OpId trigger = 0; // prefetch after this op completes
   StepId free_after_offload = -1;
   StepId prefetch = -1;
   bool device_copy_counted = true; // pessimistic: until a compute or prefetch depends on its free

@@ -183,8 +183,8 @@ CalibrationData calibrate_device(const CalibrateOptions& options, const CublasLi
 
     // Memory-bound efficiency sweep: copies of 4 KiB x4 ... max_bytes, bytes read + written.
     for (std::uint64_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
-      const TransferPoint copy = time_copy(device_b.data, device_a.data, bytes, cudaMemcpyDeviceToDevice,
-                                           stream_a.stream);
+      const TransferPoint copy =
+          time_copy(device_b.data, device_a.data, bytes, cudaMemcpyDeviceToDevice, stream_a.stream);
       data.memory_sweep.push_back({2.0 * static_cast<double>(bytes), copy.median_s});
     }
     progress(fmt::format("memory sweep: {} device-to-device copies", data.memory_sweep.size()));
@@ -229,7 +229,8 @@ CalibrationData calibrate_device(const CalibrateOptions& options, const CublasLi
     std::vector<double> steps;
     for (int i = 1; i < samples; ++i)
       if (values[static_cast<std::size_t>(i)] > values[static_cast<std::size_t>(i - 1)])
-        steps.push_back(static_cast<double>(values[static_cast<std::size_t>(i)] - values[static_cast<std::size_t>(i - 1)]) * 1e-9);
+        steps.push_back(
+            static_cast<double>(values[static_cast<std::size_t>(i)] - values[static_cast<std::size_t>(i - 1)]) * 1e-9);
     data.globaltimer_resolution_s = median_of(steps);
     const double overhead = measure_spin_overhead(stream_a.stream);
     for (double requested : {0.0, 5e-6, 20e-6, 100e-6, 1e-3, 10e-3}) {
@@ -306,9 +307,14 @@ CalibrationData calibrate_device(const CalibrateOptions& options, const CublasLi
     try {
       for (int n = 128; n <= side; n *= 2)
         data.gemm_sweep.push_back(time_gemm(GemmType::fp32, GemmShape{n, n, n, 1}));
-      for (const auto& [pixels, channels] : std::vector<std::pair<int, int>>{
-               {7 * 7, 512}, {14 * 14, 256}, {14 * 14, 512}, {28 * 28, 128}, {28 * 28, 256}, {56 * 56, 64},
-               {56 * 56, 128}, {112 * 112, 64}}) {
+      for (const auto& [pixels, channels] : std::vector<std::pair<int, int>>{{7 * 7, 512},
+                                                                             {14 * 14, 256},
+                                                                             {14 * 14, 512},
+                                                                             {28 * 28, 128},
+                                                                             {28 * 28, 256},
+                                                                             {56 * 56, 64},
+                                                                             {56 * 56, 128},
+                                                                             {112 * 112, 64}}) {
         const int m = 32 * pixels;
         const int k = 9 * channels;
         // A is m x k, B k x n, C m x n: stay within the 8192^2 scratch buffers.

@@ -80,8 +80,8 @@ void append_transfer_table(std::string& text, const char* direction, const std::
 {
   text += fmt::format("#   {} (pinned, one cudaMemcpyAsync between events; median of N):\n", direction);
   for (const TransferPoint& point : points)
-    text += fmt::format("#     {:>10}  {:>12}  {:>9.3f} GB/s  (N={})\n", units::format_bytes(static_cast<double>(point.bytes)),
-                        units::format_duration(point.median_s),
+    text += fmt::format("#     {:>10}  {:>12}  {:>9.3f} GB/s  (N={})\n",
+                        units::format_bytes(static_cast<double>(point.bytes)), units::format_duration(point.median_s),
                         point.median_s > 0 ? static_cast<double>(point.bytes) / point.median_s / 1e9 : 0.0,
                         point.repetitions);
 }
@@ -115,8 +115,8 @@ std::string machine_yaml(const CalibrationData& data, const std::string& name)
   const HostLinkModel link = derive_host_link(data);
   std::string text;
   text += fmt::format("# memsim-machine measured by `memsim-cuda calibrate` on {} (sm_{}{}, {} SMs, driver {})\n",
-                      data.gpu_name, data.compute_capability_major, data.compute_capability_minor,
-                      data.multiprocessors, data.driver_version);
+                      data.gpu_name, data.compute_capability_major, data.compute_capability_minor, data.multiprocessors,
+                      data.driver_version);
   text += "# Raw measurements (all CUDA-event timed):\n";
   append_transfer_table(text, "H2D", data.h2d);
   append_transfer_table(text, "D2H", data.d2h);
@@ -127,9 +127,11 @@ std::string machine_yaml(const CalibrationData& data, const std::string& name)
   text += fmt::format("#   kernel launch: empty kernel between events {}, back-to-back {} per kernel, host call {}\n",
                       microseconds(data.empty_kernel_s), microseconds(data.back_to_back_kernel_s),
                       microseconds(data.host_launch_call_s));
-  text += fmt::format("#   globaltimer resolution {}; spin kernel requested -> measured:", microseconds(data.globaltimer_resolution_s));
+  text += fmt::format("#   globaltimer resolution {}; spin kernel requested -> measured:",
+                      microseconds(data.globaltimer_resolution_s));
   for (const SpinAccuracyPoint& point : data.spin_accuracy)
-    text += fmt::format(" {} -> {};", units::format_duration(point.requested_s), units::format_duration(point.measured_s));
+    text +=
+        fmt::format(" {} -> {};", units::format_duration(point.requested_s), units::format_duration(point.measured_s));
   text += "\n";
   for (const auto& [dtype, rate] : data.peak_flops)
     text += fmt::format("#   GEMM {}: {:.1f} TFLOP/s (cuBLAS, 8192^3, random data)\n", dtype, rate / 1e12);
@@ -158,17 +160,18 @@ std::string machine_yaml(const CalibrationData& data, const std::string& name)
                       microseconds(data.back_to_back_kernel_s));
   std::vector<std::string> fit_notes;
   const GpuEfficiency efficiency = fit_sweeps(data, &fit_notes);
-  text += fmt::format("    # efficiency(work) = max x work / (work + half), fitted to {} fp32 GEMMs, {} TF32 GEMMs of 3x3\n"
-                      "    # convolution im2col shapes and {} device-to-device copies (traces/src/RESCALING.md)\n",
-                      data.gemm_sweep.size(), data.convolution_sweep.size(), data.memory_sweep.size());
+  text +=
+      fmt::format("    # efficiency(work) = max x work / (work + half), fitted to {} fp32 GEMMs, {} TF32 GEMMs of 3x3\n"
+                  "    # convolution im2col shapes and {} device-to-device copies (traces/src/RESCALING.md)\n",
+                  data.gemm_sweep.size(), data.convolution_sweep.size(), data.memory_sweep.size());
   for (const std::string& note : fit_notes)
     text += fmt::format("    # {}\n", note);
   text += "    efficiency:\n";
   text += fmt::format("      gemm: {{max: {:.4g}, half_flops: {:.4g}}}\n", efficiency.gemm.max, efficiency.gemm.half);
   text += fmt::format("      convolution: {{max: {:.4g}, half_flops: {:.4g}}}\n", efficiency.convolution.max,
                       efficiency.convolution.half);
-  text += fmt::format("      memory: {{max: {:.4g}, half_bytes: {:.0f}}}\n", efficiency.memory.max,
-                      efficiency.memory.half);
+  text +=
+      fmt::format("      memory: {{max: {:.4g}, half_bytes: {:.0f}}}\n", efficiency.memory.max, efficiency.memory.half);
   text += fmt::format("host: {{memory: {}}}\n", data.host_memory_bytes);
   text += "links:\n";
   text += fmt::format("  # H2D {} and D2H {} (least-squares fit over transfers >= 1 MB): the Machine has one\n"

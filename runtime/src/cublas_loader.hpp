@@ -36,8 +36,8 @@ private:
   using DestroyFn = cublasStatus_t (*)(cublasHandle_t);
   using SetStreamFn = cublasStatus_t (*)(cublasHandle_t, cudaStream_t);
   using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
-                                      const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
-                                      cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+                                      const void*, cudaDataType, int, const void*, cudaDataType, int, const void*,
+                                      void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
   void* library_ = nullptr;
   std::string path_;
   CreateFn create_ = nullptr;

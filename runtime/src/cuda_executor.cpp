@@ -298,15 +298,12 @@ ExecutionOutcome execute_program(const Program& program, const DeviceInfo& devic
           MEMSIM_CUDA(cudaMemcpyAsync(host.buffers[step.host_buffer], arena.bytes() + step.device_offset,
                                       step.copy_bytes, cudaMemcpyDeviceToHost, stream));
         break;
-      case WorkKind::host_busy:
-        MEMSIM_CUDA(cudaLaunchHostFunc(stream, host_busy_loop, &host_seconds[i]));
-        break;
+      case WorkKind::host_busy: MEMSIM_CUDA(cudaLaunchHostFunc(stream, host_busy_loop, &host_seconds[i])); break;
       }
       if (has_end[i])
         MEMSIM_CUDA(cudaEventRecord(step_events[2 * i + 1], stream));
     }
-    const double enqueue_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - enqueue_begin).count();
+    const double enqueue_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - enqueue_begin).count();
     MEMSIM_CUDA(cudaDeviceSynchronize());
     IterationTiming timing(step_count);
     std::vector<double> stream_end(program.streams.size(), 0.0);
@@ -326,8 +323,10 @@ ExecutionOutcome execute_program(const Program& program, const DeviceInfo& devic
     // The host was still enqueueing when the GPU should have been nearly done: it may have waited for the
     // host (a full launch queue also blocks the host while the gate runs, so enqueue > gate alone is fine).
     if (iteration >= options.warmup && enqueue_s > gate_s + 0.9 * gpu_s)
-      std::fprintf(stderr, "memsim-cuda: warning: enqueueing took %.3f ms (gate %.3f ms, iteration %.3f ms): the "
-                   "GPU may have waited for the host\n", enqueue_s * 1e3, gate_s * 1e3, gpu_s * 1e3);
+      std::fprintf(stderr,
+                   "memsim-cuda: warning: enqueueing took %.3f ms (gate %.3f ms, iteration %.3f ms): the "
+                   "GPU may have waited for the host\n",
+                   enqueue_s * 1e3, gate_s * 1e3, gpu_s * 1e3);
     if (iteration >= options.warmup) {
       outcome.info.enqueue_gate_s = gate_s;
       enqueue_times.push_back(enqueue_s);

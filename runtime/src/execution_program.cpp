@@ -42,7 +42,8 @@ void check_runtime_supports(const Plan& plan, const std::string& source_name)
   for (const Step& step : plan.steps) {
     if (step.kind == StepKind::send || step.kind == StepKind::recv)
       throw InputError(fmt::format("{}: at /steps/{}/kind", source_name, step.id),
-                       fmt::format("memsim-cuda runs single-GPU plans; step {} is a {}", step.id, to_string(step.kind)));
+                       fmt::format("memsim-cuda runs single-GPU plans; step {} is a {}", step.id,
+                                   to_string(step.kind)));
     for (StepId dep : step.deps)
       if (dep < 0 || dep >= step.id)
         throw InputError(fmt::format("{}: at /steps/{}/deps", source_name, step.id),
@@ -186,9 +187,9 @@ private:
 
     std::size_t first_uncovered(std::int64_t covered_through) const
     {
-      return static_cast<std::size_t>(
-          std::upper_bound(position.begin() + static_cast<std::ptrdiff_t>(head), position.end(), covered_through) -
-          position.begin());
+      return static_cast<std::size_t>(std::upper_bound(position.begin() + static_cast<std::ptrdiff_t>(head),
+                                                       position.end(), covered_through) -
+                                      position.begin());
     }
     std::uint64_t bytes_before(std::size_t index) const { return index == 0 ? 0 : cumulative[index - 1]; }
     std::uint64_t total() const { return cumulative.empty() ? 0 : cumulative.back(); }
@@ -242,8 +243,13 @@ private:
     failure.bytes_in_use = denial.in_use;
     failure.bytes_requested = denial.requested;
     failure.largest_free_block = denial.largest_free_block;
-    failure.text = FailureText{step ? describe_step(*step) : std::string("the initially resident tensors"), action,
-                               std::move(object), space_name(space), std::nullopt, denial, -1};
+    failure.text = FailureText{step ? describe_step(*step) : std::string("the initially resident tensors"),
+                               action,
+                               std::move(object),
+                               space_name(space),
+                               std::nullopt,
+                               denial,
+                               -1};
     failure.what = failure_message(failure.kind, failure.text);
     if (step) {
       auto index = static_cast<std::size_t>(step->id);
@@ -425,8 +431,7 @@ private:
     if (op.workspace_bytes > 0) {
       std::uint64_t handle = 0;
       if (auto denial = ledger_.allocate_bytes(host, op.workspace_bytes, step.id, handle)) {
-        fail(*denial, &step, std::nullopt, "allocates", fmt::format("{} bytes of workspace", op.workspace_bytes),
-             host);
+        fail(*denial, &step, std::nullopt, "allocates", fmt::format("{} bytes of workspace", op.workspace_bytes), host);
         return false;
       }
       ledger_.release_bytes(host, op.workspace_bytes, handle, step.id); // nothing else happens in between
@@ -556,8 +561,7 @@ private:
           output_allocations.emplace_back(); // a resident shared gradient: the kernel adds into it
           continue;
         }
-        auto allocation =
-            allocate(&step, clock, memory_waits, output, step.instance, trace_.tensor(output).bytes);
+        auto allocation = allocate(&step, clock, memory_waits, output, step.instance, trace_.tensor(output).bytes);
         if (!allocation)
           return false;
         out.allocations.push_back(*allocation);
@@ -676,17 +680,17 @@ private:
   int device_;
   MemoryLedger ledger_;
   Program program_;
-  std::vector<std::size_t> stream_of_;   // per plan step
-  std::vector<std::int64_t> position_;   // per plan step: index within its stream
+  std::vector<std::size_t> stream_of_; // per plan step
+  std::vector<std::int64_t> position_; // per plan step: index within its stream
   std::vector<std::size_t> last_index_of_stream_;
-  std::vector<StepId> latest_step_of_stream_; // so far in the build
-  std::vector<Clock> done_;              // per built step: what is complete when it completes
-  std::map<TensorKey, std::size_t> resident_;  // device copy -> allocation
-  std::map<TensorKey, std::size_t> host_copy_; // host copy -> host buffer
+  std::vector<StepId> latest_step_of_stream_;    // so far in the build
+  std::vector<Clock> done_;                      // per built step: what is complete when it completes
+  std::map<TensorKey, std::size_t> resident_;    // device copy -> allocation
+  std::map<TensorKey, std::size_t> host_copy_;   // host copy -> host buffer
   std::map<TensorKey, StepId> offloaded_by_;     // host copy -> the offload that last wrote it
   std::map<TensorKey, StepId> host_computed_by_; // host copy -> the host step that computed it
   CostModel cost_;                               // host compute times: the simulator's host_op_time
-  std::vector<PendingStream> pending_; // per stream: released, maybe not yet ordered before every future step
+  std::vector<PendingStream> pending_;           // per stream: released, maybe not yet ordered before every future step
   std::size_t since_settle_ = 0;
 };
 
@@ -718,9 +722,9 @@ std::string describe_program(const Program& program)
   }
   text += fmt::format("steps: {} of {} enqueued; event waits: {} from deps, {} for memory ordering\n",
                       program.steps.size(), program.plan_step_count, program.dependency_waits, program.memory_waits);
-  text += fmt::format("memory: budget {} bytes, pool {} bytes, list-order peak {} bytes, {} pinned host buffers\n",
-                      program.pool.budget_bytes, program.pool.arena_bytes, program.peak_bytes,
-                      program.host_buffers.size());
+  text +=
+      fmt::format("memory: budget {} bytes, pool {} bytes, list-order peak {} bytes, {} pinned host buffers\n",
+                  program.pool.budget_bytes, program.pool.arena_bytes, program.peak_bytes, program.host_buffers.size());
   std::size_t host_steps = 0;
   double host_s = 0;
   for (const ProgramStep& step : program.steps)

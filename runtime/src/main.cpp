@@ -176,9 +176,11 @@ int run_command(const RunOptions& options)
     throw InputError("--allocator", fmt::format("unknown allocator '{}' (valid: bytes, pool)", options.allocator));
 
   if (options.dry_run) {
-    std::uint64_t memory = options.device_memory.empty() ? 0 : parse_size_option(options.device_memory, "--device-memory");
+    std::uint64_t memory =
+        options.device_memory.empty() ? 0 : parse_size_option(options.device_memory, "--device-memory");
     if (plan.budget_bytes == 0 && memory == 0)
-      throw InputError("--device-memory", "the plan's budget is 0 (the GPU's memory): give the GPU's memory for a dry run");
+      throw InputError("--device-memory",
+                       "the plan's budget is 0 (the GPU's memory): give the GPU's memory for a dry run");
     if (memory == 0)
       memory = plan.budget_bytes;
     PoolConfig pool = size_pool(plan.budget_bytes, memory, std::numeric_limits<std::uint64_t>::max(), 0,
@@ -198,10 +200,11 @@ int run_command(const RunOptions& options)
       throw CudaError("--kernels gemm: " + cublas_note);
     for (const Op& op : trace.ops)
       if (op.flops)
-        reserve = std::max<std::uint64_t>(reserve, (512ull << 20) + gemm_scratch_bytes(gemm_shape_for(*op.flops), gemm_type));
+        reserve =
+            std::max<std::uint64_t>(reserve, (512ull << 20) + gemm_scratch_bytes(gemm_shape_for(*op.flops), gemm_type));
   }
-  const PoolConfig pool =
-      size_pool(plan.budget_bytes, device.total_bytes, device.free_bytes, reserve, options.pool_slack, options.allocator);
+  const PoolConfig pool = size_pool(plan.budget_bytes, device.total_bytes, device.free_bytes, reserve,
+                                    options.pool_slack, options.allocator);
   Program program = build_program(plan, trace, pool, machine);
   std::fprintf(stderr, "%s", describe_program(program).c_str());
 
@@ -296,8 +299,9 @@ int main(int argc, char** argv)
   run_app->add_option("--raw-timings", run.raw_timings, "write every iteration's event times (for `assemble`)");
   run_app->add_option("--pool-slack", run.pool_slack, "extra arena beyond the budget for alignment/fragmentation")
       ->capture_default_str();
-  run_app->add_option("--allocator", run.allocator,
-                      "bytes: arena = budget + --pool-slack; pool: arena = budget (the simulators' --allocator pool)")
+  run_app
+      ->add_option("--allocator", run.allocator,
+                   "bytes: arena = budget + --pool-slack; pool: arena = budget (the simulators' --allocator pool)")
       ->capture_default_str();
   run_app->add_flag("--dry-run", run.dry_run, "build streams, waits and allocations only (no GPU needed)");
   run_app->add_option("--device-memory", run.device_memory, "dry run: the GPU's memory when the budget is 0");

@@ -55,8 +55,8 @@ std::size_t median_iteration(const std::vector<IterationTiming>& iterations)
 RunResult assemble_run_result(const Program& program, const IterationTiming& timing)
 {
   if (timing.size() != program.steps.size())
-    throw std::invalid_argument(
-        fmt::format("timing has {} steps, the program {}", timing.size(), program.steps.size()));
+    throw std::invalid_argument(fmt::format("timing has {} steps, the program {}", timing.size(),
+                                            program.steps.size()));
   RunResult result;
   result.timeline.reserve(program.steps.size());
   for (std::size_t i = 0; i < program.steps.size(); ++i) {

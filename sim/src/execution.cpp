@@ -67,7 +67,8 @@ public:
     result_.metrics.samples_per_s = samples_per_s();
     result_.metrics.peak_device_bytes = 0;
     for (std::size_t d = 0; d < ledger_.device_count(); ++d)
-      result_.metrics.peak_device_bytes = std::max(result_.metrics.peak_device_bytes, ledger_.peak(static_cast<int>(d)));
+      result_.metrics.peak_device_bytes =
+          std::max(result_.metrics.peak_device_bytes, ledger_.peak(static_cast<int>(d)));
     if (!config_.record_timeline) {
       result_.timeline.clear();
       result_.memory.clear();
@@ -193,9 +194,10 @@ private:
         error.kind = FailureKind::out_of_memory;
         error.device = device;
         error.bytes_in_use = needed;
-        error.message = initial_residents_message(
-            device, d < config_.device_names.size() ? config_.device_names[d] : space_name(device), needed,
-            ledger_.capacity(device));
+        error.message =
+            initial_residents_message(device,
+                                      d < config_.device_names.size() ? config_.device_names[d] : space_name(device),
+                                      needed, ledger_.capacity(device));
         result_.error = std::move(error);
         return false;
       }
@@ -235,9 +237,8 @@ private:
     if (ledger_.resident(space, step.instance, tensor))
       return true;
     fail(FailureKind::not_resident, &step, tensor, space,
-         FailureText{describe(step), action, describe_tensor(tensor), "", 0, Denial{FailureKind::not_resident,
-                                                                                    ledger_.in_use(space), 0, 0, 0},
-                     -1});
+         FailureText{describe(step), action, describe_tensor(tensor), "", 0,
+                     Denial{FailureKind::not_resident, ledger_.in_use(space), 0, 0, 0}, -1});
     return false;
   }
 
@@ -261,7 +262,8 @@ private:
       sample(space);
       return true;
     }
-    fail(denial->kind, &step, tensor, space, FailureText{describe(step), "allocates", describe_tensor(tensor), "", 0, *denial, -1});
+    fail(denial->kind, &step, tensor, space,
+         FailureText{describe(step), "allocates", describe_tensor(tensor), "", 0, *denial, -1});
     return false;
   }
 
@@ -547,8 +549,8 @@ private:
           break;
         }
       fail(FailureKind::deadlock, &step, step.tensor, step.device,
-           FailureText{describe(step), "", "", "", 0, Denial{FailureKind::deadlock, ledger_.in_use(step.device), 0, 0, 0},
-                       missing});
+           FailureText{describe(step), "", "", "", 0,
+                       Denial{FailureKind::deadlock, ledger_.in_use(step.device), 0, 0, 0}, missing});
       return;
     }
   }
@@ -592,8 +594,8 @@ StepId Execution::add_step(Step added, std::optional<StepId> run_before)
   if (run_before) {
     stream_number = stream_of_step_[static_cast<std::size_t>(*run_before)];
     Stream& stream = streams_[stream_number];
-    auto position = std::find(stream.steps.begin() + static_cast<std::ptrdiff_t>(stream.head), stream.steps.end(),
-                              *run_before);
+    auto position =
+        std::find(stream.steps.begin() + static_cast<std::ptrdiff_t>(stream.head), stream.steps.end(), *run_before);
     stream.steps.insert(position, id);
   } else {
     auto [found, created] = stream_index_.emplace(std::make_pair(added.device, added.stream), streams_.size());

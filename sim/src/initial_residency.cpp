@@ -32,7 +32,8 @@ namespace {
 // optimizer_state that no op produces, nowhere for the rest.
 class InitialPlacement {
 public:
-  InitialPlacement(const Trace& trace, const Plan& plan) : trace_(trace), plan_(plan), produced_(trace.tensors.size(), 0)
+  InitialPlacement(const Trace& trace, const Plan& plan)
+      : trace_(trace), plan_(plan), produced_(trace.tensors.size(), 0)
   {
     for (const Op& op : trace.ops)
       for (TensorId id : op.outputs)

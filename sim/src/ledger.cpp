@@ -43,8 +43,8 @@ MemoryLedger::MemoryLedger(const Trace& trace, const LedgerConfig& config)
     device.capacity = config.device_capacity[d];
     if (config.allocator == AllocatorKind::pool) {
       device.offset.assign(slot_count, 0);
-      const std::uint64_t arena = d < config.arena_bytes.size() && config.arena_bytes[d] > 0 ? config.arena_bytes[d]
-                                                                                            : device.capacity;
+      const std::uint64_t arena =
+          d < config.arena_bytes.size() && config.arena_bytes[d] > 0 ? config.arena_bytes[d] : device.capacity;
       device.pool.emplace(arena, config.alignment);
     }
   }
@@ -290,14 +290,13 @@ std::string failure_message(FailureKind kind, const FailureText& text)
   case FailureKind::fragmentation:
     return fmt::format("out of memory (fragmentation): {} {} {} on {} {} with {} bytes in use of the budget of "
                        "{} bytes, but the largest free block is {} bytes",
-                       text.step, text.action, text.object, text.space, at, n.in_use, n.capacity,
-                       n.largest_free_block);
+                       text.step, text.action, text.object, text.space, at, n.in_use, n.capacity, n.largest_free_block);
   case FailureKind::host_out_of_memory:
     return fmt::format("host memory full: {} needs {} bytes for {} {} with {} of {} bytes in use", text.step,
                        n.requested, text.object, at, n.in_use, n.capacity);
   case FailureKind::double_allocation:
-    return fmt::format("{} {} {} on {} but it is already resident there (double allocation) {}", text.step,
-                       text.action, text.object, text.space, at);
+    return fmt::format("{} {} {} on {} but it is already resident there (double allocation) {}", text.step, text.action,
+                       text.object, text.space, at);
   case FailureKind::not_resident:
     return fmt::format("{} {} {} but it is not resident on {} {} (never produced, freed, or not yet "
                        "prefetched)",
@@ -323,13 +322,9 @@ std::string describe_tensor(const Trace& trace, TensorId id)
   return fmt::format("tensor {} '{}' ({} bytes)", id, trace.tensor(id).name, trace.tensor(id).bytes);
 }
 
-std::string space_name(int space)
-{
-  return space == MemoryLedger::kHost ? "host" : fmt::format("gpu{}", space);
-}
+std::string space_name(int space) { return space == MemoryLedger::kHost ? "host" : fmt::format("gpu{}", space); }
 
-std::string initial_residents_message(int device, const std::string& name, std::uint64_t needed,
-                                      std::uint64_t capacity)
+std::string initial_residents_message(int device, const std::string& name, std::uint64_t needed, std::uint64_t capacity)
 {
   return fmt::format("out of memory: device {} ('{}'): the tensors resident from the start need {} bytes, budget is "
                      "{} bytes",

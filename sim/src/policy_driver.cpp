@@ -84,8 +84,9 @@ bool PolicyDriver::pinned(const TensorSlot& slot) const
 
 std::optional<OpId> PolicyDriver::producer(TensorId tensor) const
 {
-  return tensor >= 0 && static_cast<std::size_t>(tensor) < producer_.size() ? producer_[static_cast<std::size_t>(tensor)]
-                                                                            : std::nullopt;
+  return tensor >= 0 && static_cast<std::size_t>(tensor) < producer_.size()
+             ? producer_[static_cast<std::size_t>(tensor)]
+             : std::nullopt;
 }
 
 // Policies manage GPU memory: steps on the host (device -1) read and write nothing they look after.
@@ -282,8 +283,8 @@ PolicyDriver::Admission PolicyDriver::admit(StepId id)
   for (const auto& [device, sizes] : allocations(*trace_, step)) {
     if (device < 0 || ledger.fits(device, sizes))
       continue;
-    AllocationDemand demand{id, device, 0, ledger.in_use(device), ledger.capacity(device),
-                            ledger.largest_free_block(device)};
+    AllocationDemand demand{
+        id, device, 0, ledger.in_use(device), ledger.capacity(device), ledger.largest_free_block(device)};
     for (std::uint64_t bytes : sizes)
       demand.bytes += bytes;
     std::vector<PolicyAction> actions = policy_->on_allocation_denied(demand, *this);
@@ -300,7 +301,8 @@ void PolicyDriver::started(StepId id)
   current_iteration_ = step.iteration;
   started_[static_cast<std::size_t>(id)] = 1;
   start_order_.push_back(id);
-  if (auto predecessor = schedule_->stream_predecessor(id); predecessor && skipped_[static_cast<std::size_t>(*predecessor)])
+  if (auto predecessor = schedule_->stream_predecessor(id);
+      predecessor && skipped_[static_cast<std::size_t>(*predecessor)])
     note_dep(id, *predecessor); // it waited for the skipped step; the realized plan makes it wait for what that did
   const bool reported = !is_policy_step(id) || step.kind == StepKind::recompute;
   const double time = now();
@@ -362,8 +364,7 @@ void PolicyDriver::finished(StepId id)
 }
 
 StepId PolicyDriver::add_policy_step(StepKind kind, const TensorSlot& slot, std::string stream,
-                                     std::vector<StepId> deps, std::optional<OpId> op,
-                                     std::optional<StepId> run_before)
+                                     std::vector<StepId> deps, std::optional<OpId> op, std::optional<StepId> run_before)
 {
   Step step;
   step.kind = kind;

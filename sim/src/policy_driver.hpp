@@ -78,7 +78,7 @@ private:
   std::vector<TensorSlot> writes(const Step& step) const;
   void pin(const std::vector<TensorSlot>& slots, int delta);
   void grow(std::size_t step_count);
-  void depend(StepId step, StepId dep); // live and realized
+  void depend(StepId step, StepId dep);   // live and realized
   void note_dep(StepId step, StepId dep); // realized only (dep already finished)
   // Deps that make an added step start when `id` could: its deps and its stream predecessor.
   std::vector<StepId> trigger_deps(StepId id) const;
@@ -100,10 +100,10 @@ private:
   std::map<TensorSlot, History> histories_;
   std::map<TensorSlot, int> pins_;
   std::vector<std::vector<StepId>> realized_deps_; // per step
-  std::vector<std::uint8_t> claimed_;               // its reads are pinned (from its first admission to its end)
+  std::vector<std::uint8_t> claimed_;              // its reads are pinned (from its first admission to its end)
   std::vector<std::uint8_t> started_;
   std::vector<std::uint8_t> skipped_;
-  std::vector<std::vector<StepId>> inherited_;      // skipped steps: what their dependents wait for instead
+  std::vector<std::vector<StepId>> inherited_; // skipped steps: what their dependents wait for instead
   std::vector<StepId> start_order_;
   int current_iteration_ = 0; // of the plan step being admitted, started or finished: policy steps inherit it
 };

@@ -62,7 +62,8 @@ public:
         s4u::this_actor::sleep_until(timer->ready_at);
         timer_due = true;
       } else {
-        const double timeout = timer == timers_.end() ? -1.0 : std::max(0.0, timer->ready_at - s4u::Engine::get_clock());
+        const double timeout =
+            timer == timers_.end() ? -1.0 : std::max(0.0, timer->ready_at - s4u::Engine::get_clock());
         const ssize_t index = s4u::Activity::wait_any_for(running_, timeout);
         if (index >= 0)
           take(static_cast<std::size_t>(index), finished);

@@ -2,8 +2,8 @@
 
 #include "memsim/common/policy_registry.hpp"
 #include "memsim/hwmodels/cost_model.hpp"
-#include "memsim/sim/memory_policy.hpp"
 #include "memsim/sim/fast_engine.hpp"
+#include "memsim/sim/memory_policy.hpp"
 #include "memsim/sim/simgrid_engine.hpp"
 
 #include <algorithm>
@@ -61,7 +61,7 @@ RunResult simulate(const Trace& trace, const Machine& machine, const Plan& plan,
   config.memory.allocator = options.allocator;
   for (const Gpu& gpu : machine.gpus) {
     config.memory.device_capacity.push_back(plan.budget_bytes == 0 ? gpu.memory
-                                                                     : std::min(plan.budget_bytes, gpu.memory));
+                                                                   : std::min(plan.budget_bytes, gpu.memory));
     config.device_names.push_back(gpu.name);
   }
   if (machine.host.memory != 0)

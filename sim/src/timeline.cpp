@@ -211,7 +211,8 @@ RunResult timeline_from_json(const nlohmann::json& document, const std::string& 
 {
   json_io::Node root(document, source_name);
   root.expect_format("memsim-timeline", 1);
-  root.only_keys({"format", "version", "metrics", "steps", "memory", "source", "notes", "measured", "traceEvents", "displayTimeUnit"});
+  root.only_keys({"format", "version", "metrics", "steps", "memory", "source", "notes", "measured", "traceEvents",
+                  "displayTimeUnit"});
   RunResult result;
   auto steps = root.at("steps");
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -270,11 +271,17 @@ nlohmann::json to_perfetto(const RunResult& result, const std::string& process_n
     if (!thread_ids.count(key)) {
       const int tid = static_cast<int>(thread_ids.size()) + 1;
       thread_ids[key] = tid;
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", record.device}, {"tid", tid},
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", record.device},
+                        {"tid", tid},
                         {"args", {{"name", record.stream}}}});
     }
     if (devices.insert(record.device).second)
-      events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", record.device}, {"tid", 0},
+      events.push_back({{"ph", "M"},
+                        {"name", "process_name"},
+                        {"pid", record.device},
+                        {"tid", 0},
                         {"args", {{"name", fmt::format("{} gpu{}", process_name, record.device)}}}});
     events.push_back({{"ph", "X"},
                       {"name", fmt::format("{} {}", to_string(record.kind), record.label)},
@@ -286,7 +293,10 @@ nlohmann::json to_perfetto(const RunResult& result, const std::string& process_n
                       {"args", {{"step", record.step}, {"bytes", record.bytes}}}});
   }
   for (const MemorySample& sample : result.memory)
-    events.push_back({{"ph", "C"}, {"name", "memory"}, {"pid", sample.device}, {"ts", sample.time_s * 1e6},
+    events.push_back({{"ph", "C"},
+                      {"name", "memory"},
+                      {"pid", sample.device},
+                      {"ts", sample.time_s * 1e6},
                       {"args", {{"bytes", sample.bytes}}}});
   return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }

@@ -52,7 +52,10 @@ std::optional<OpId> TraceAnalysis::first_read(TensorId id) const
   return readers.front();
 }
 
-std::shared_ptr<const TraceAnalysis> analyze(const Trace& trace) { return std::make_shared<const TraceAnalysis>(trace); }
+std::shared_ptr<const TraceAnalysis> analyze(const Trace& trace)
+{
+  return std::make_shared<const TraceAnalysis>(trace);
+}
 
 MemoryProfile default_memory_profile(const Trace& trace) { return TraceAnalysis(trace).default_profile(); }
 

@@ -37,7 +37,8 @@ std::filesystem::path write_plan(const ScratchDir& scratch, const std::string& s
 {
   const std::filesystem::path path = scratch / "plan.json";
   write_file(path, R"({"format": "memsim-plan", "version": 1, "trace": "tiny-chain", "machine": "two-gpus-one-switch",
- "planner": "hand", "budget_bytes": )" + std::to_string(budget) + R"(, "steps": [)" + steps + "]}");
+ "planner": "hand", "budget_bytes": )" +
+                       std::to_string(budget) + R"(, "steps": [)" + steps + "]}");
   return path;
 }
 
@@ -127,7 +128,8 @@ TEST(Cli, OutOfMemoryIsAResultWithStepTensorTimeAndBytes)
 {
   ScratchDir scratch;
   const auto plan = write_plan(scratch, R"({"id": 0, "kind": "compute", "op": 0, "device": 0, "stream": "compute",
-    "deps": []})", 1500000);
+    "deps": []})",
+                               1500000);
   const auto result = run_command(simulate_command(plan, "--json"), true);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const nlohmann::json metrics = json_of(result);
@@ -275,8 +277,8 @@ TEST(Cli, SimulateWithAPolicyWritesARealizedPlanThatReplaysTheSame)
     const auto replay = run_command(simulate_command(realized, std::string("--json --engine ") + engine), true);
     ASSERT_EQ(replay.exit_code, 0) << replay.output;
     const nlohmann::json replayed = json_of(replay);
-    for (const char* key : {"feasible", "iteration_time_s", "stall_time_s", "peak_device_bytes", "h2d_bytes",
-                            "d2h_bytes"})
+    for (const char* key :
+         {"feasible", "iteration_time_s", "stall_time_s", "peak_device_bytes", "h2d_bytes", "d2h_bytes"})
       EXPECT_EQ(replayed[key], metrics[key]) << key;
   }
 }
@@ -294,8 +296,8 @@ TEST(Cli, ThePlansPolicyRunsUnlessTheCommandLineOverridesIt)
   const auto none = run_command(simulate_command(plan, "--json --engine fast --policy none"), true);
   ASSERT_EQ(none.exit_code, 0) << none.output;
   EXPECT_EQ(json_of(none)["feasible"], false);
-  const auto large_only = run_command(simulate_command(plan, "--json --engine fast --policy-param min_bytes=2000000"),
-                                      true);
+  const auto large_only =
+      run_command(simulate_command(plan, "--json --engine fast --policy-param min_bytes=2000000"), true);
   ASSERT_EQ(large_only.exit_code, 0) << large_only.output;
   EXPECT_EQ(json_of(large_only)["feasible"], false);
 }

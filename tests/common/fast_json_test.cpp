@@ -58,12 +58,16 @@ TEST(FastJson, SchemaErrorsNameThePath)
   const fast_json::Node root = document.root();
   EXPECT_EQ(message_of([&] { (void)root.at("list").item(0).at("n").as_int(); }),
             "doc.json: at /list/0/n: expected an integer, found \"three\"");
-  EXPECT_EQ(message_of([&] { root.only_keys({"format", "version"}); }),
+  EXPECT_EQ(message_of([&] {
+              root.only_keys({"format", "version"});
+            }),
             "doc.json: at /list: unknown key 'list' (valid keys: format, version)");
   EXPECT_EQ(message_of([&] { (void)root.at("list").item(3); }), "doc.json: at /list: no element 3");
   EXPECT_EQ(message_of([&] { (void)root.at("lists"); }), "doc.json: at /: missing required key 'lists'");
-  EXPECT_EQ(message_of([&] { (void)root.at("format").size(); }), "doc.json: at /format: expected an array, found string");
-  EXPECT_EQ(message_of([&] { (void)root.at("list").as_number(); }), "doc.json: at /list: expected a number, found array");
+  EXPECT_EQ(message_of([&] { (void)root.at("format").size(); }),
+            "doc.json: at /format: expected an array, found string");
+  EXPECT_EQ(message_of([&] { (void)root.at("list").as_number(); }),
+            "doc.json: at /list: expected a number, found array");
   EXPECT_EQ(message_of([&] { (void)root.at("version").as_bool(); }),
             "doc.json: at /version: expected true or false, found number");
   EXPECT_EQ(message_of([&] { root.at("list").item(0).at("n").expect_object(); }),
@@ -84,21 +88,33 @@ TEST(FastJson, SameMessagesAsJsonIoNode)
   fast_json::Document document(text, "doc.json");
   const fast_json::Node fast = document.root();
   const std::vector<std::function<void(const json_io::Node&)>> slow_walks = {
-      [](const auto& n) { (void)n.at("s").as_int(); },         [](const auto& n) { (void)n.at("f").as_int(); },
-      [](const auto& n) { (void)n.at("n").as_uint(); },        [](const auto& n) { (void)n.at("b").as_string(); },
-      [](const auto& n) { (void)n.at("z").as_number(); },      [](const auto& n) { (void)n.at("o").as_int(); },
+      [](const auto& n) { (void)n.at("s").as_int(); },
+      [](const auto& n) { (void)n.at("f").as_int(); },
+      [](const auto& n) { (void)n.at("n").as_uint(); },
+      [](const auto& n) { (void)n.at("b").as_string(); },
+      [](const auto& n) { (void)n.at("z").as_number(); },
+      [](const auto& n) { (void)n.at("o").as_int(); },
       [](const auto& n) { (void)n.at("o").at("k").item(1).at("x").as_string(); },
-      [](const auto& n) { n.only_keys({"s", "f", "n", "b", "z", "o"}); },
-      [](const auto& n) { (void)n.get_int("s", 0); },          [](const auto& n) { (void)n.get_uint("n", 0); },
+      [](const auto& n) {
+        n.only_keys({"s", "f", "n", "b", "z", "o"});
+      },
+      [](const auto& n) { (void)n.get_int("s", 0); },
+      [](const auto& n) { (void)n.get_uint("n", 0); },
       [](const auto& n) { (void)n.at("o").at("k").item(0).size(); },
   };
   const std::vector<std::function<void(const fast_json::Node&)>> fast_walks = {
-      [](const auto& n) { (void)n.at("s").as_int(); },         [](const auto& n) { (void)n.at("f").as_int(); },
-      [](const auto& n) { (void)n.at("n").as_uint(); },        [](const auto& n) { (void)n.at("b").as_string(); },
-      [](const auto& n) { (void)n.at("z").as_number(); },      [](const auto& n) { (void)n.at("o").as_int(); },
+      [](const auto& n) { (void)n.at("s").as_int(); },
+      [](const auto& n) { (void)n.at("f").as_int(); },
+      [](const auto& n) { (void)n.at("n").as_uint(); },
+      [](const auto& n) { (void)n.at("b").as_string(); },
+      [](const auto& n) { (void)n.at("z").as_number(); },
+      [](const auto& n) { (void)n.at("o").as_int(); },
       [](const auto& n) { (void)n.at("o").at("k").item(1).at("x").as_string(); },
-      [](const auto& n) { n.only_keys({"s", "f", "n", "b", "z", "o"}); },
-      [](const auto& n) { (void)n.get_int("s", 0); },          [](const auto& n) { (void)n.get_uint("n", 0); },
+      [](const auto& n) {
+        n.only_keys({"s", "f", "n", "b", "z", "o"});
+      },
+      [](const auto& n) { (void)n.get_int("s", 0); },
+      [](const auto& n) { (void)n.get_uint("n", 0); },
       [](const auto& n) { (void)n.at("o").at("k").item(0).size(); },
   };
   for (std::size_t i = 0; i < slow_walks.size(); ++i) {
@@ -136,7 +152,8 @@ TEST(FastJson, IntegersStayExact)
             "doc.json: at /neg: expected a non-negative integer, found -3");
   EXPECT_EQ(message_of([&] { (void)root.at("negf").as_uint(); }),
             "doc.json: at /negf: expected a non-negative integer, found -3");
-  EXPECT_EQ(message_of([&] { (void)root.at("huge").as_int(); }), "doc.json: at /huge: expected an integer, found 1e+300");
+  EXPECT_EQ(message_of([&] { (void)root.at("huge").as_int(); }),
+            "doc.json: at /huge: expected an integer, found 1e+300");
   EXPECT_EQ(root.at("max").to_json(), json_io::Json(18446744073709551615ull));
 }
 
@@ -168,8 +185,7 @@ TEST(FastJson, DeepNestingIsLocatedNotACrash)
 
 TEST(FastJson, DeepPathsBeyondTheInlineSegments)
 {
-  fast_json::Document document(R"({"a": {"b": [{"c": {"d": [[{"e": {"f": {"g": "x"}}}]]}}]}})", "doc.json",
-                               "/extra/2");
+  fast_json::Document document(R"({"a": {"b": [{"c": {"d": [[{"e": {"f": {"g": "x"}}}]]}}]}})", "doc.json", "/extra/2");
   const fast_json::Node g =
       document.root().at("a").at("b").item(0).at("c").at("d").item(0).item(0).at("e").at("f").at("g");
   EXPECT_EQ(g.path(), "/extra/2/a/b/0/c/d/0/0/e/f/g");

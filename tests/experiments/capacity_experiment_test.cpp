@@ -25,20 +25,22 @@ using testing::write_file;
 const std::filesystem::path kMemsim = MEMSIM_EXECUTABLE;
 const std::string kWorkload = "cnn:depth=4,channel_scale=0.25,image=32,classes=10";
 
-std::filesystem::path write_search_experiment(const ScratchDir& scratch, const std::string& search,
-                                              const std::string& workload_line =
-                                                  "  - {name: tiny-cnn, generate: {kind: cnn, depth: 4, "
-                                                  "channel_scale: 0.25, image: 32, classes: 10}}\n")
+std::filesystem::path
+write_search_experiment(const ScratchDir& scratch, const std::string& search,
+                        const std::string& workload_line = "  - {name: tiny-cnn, generate: {kind: cnn, depth: 4, "
+                                                           "channel_scale: 0.25, image: 32, classes: 10}}\n")
 {
   std::filesystem::path path = scratch / "capacity.yaml";
   write_file(path, "format: memsim-experiment\n"
                    "version: 1\n"
                    "name: capacity\n"
                    "machine: v100-32gb-pcie3\n"
-                   "workloads:\n" + workload_line +
-                   "planners: [keep-all, checkpoint-sqrt]\n"
-                   "sweep: {budget: [48MiB, 96MiB]}\n"
-                   "search: " + search + "\n");
+                   "workloads:\n" +
+                       workload_line +
+                       "planners: [keep-all, checkpoint-sqrt]\n"
+                       "sweep: {budget: [48MiB, 96MiB]}\n"
+                       "search: " +
+                       search + "\n");
   return path;
 }
 
@@ -69,8 +71,8 @@ std::vector<std::vector<std::string>> csv_rows(const std::string& text)
 TEST(CapacityExperiment, EachCellAgreesWithMaxScaleAndRerunsFromTheCache)
 {
   ScratchDir scratch;
-  const Experiment experiment = load_experiment(write_search_experiment(scratch, "{axis: batch, limit: 4096}"),
-                                                default_presets_dir());
+  const Experiment experiment =
+      load_experiment(write_search_experiment(scratch, "{axis: batch, limit: 4096}"), default_presets_dir());
   ASSERT_TRUE(experiment.search);
   const CapacitySummary first = run_capacity_experiment(experiment, scratch / "out", quiet());
   EXPECT_EQ(first.cells, 4u);
@@ -110,8 +112,9 @@ TEST(CapacityExperiment, EachCellAgreesWithMaxScaleAndRerunsFromTheCache)
 TEST(CapacityExperiment, ThroughputFloorComesFromKeepAllsLargestBatch)
 {
   ScratchDir scratch;
-  const Experiment experiment = load_experiment(
-      write_search_experiment(scratch, "{axis: batch, limit: 4096, min_throughput: 0.5}"), default_presets_dir());
+  const Experiment experiment =
+      load_experiment(write_search_experiment(scratch, "{axis: batch, limit: 4096, min_throughput: 0.5}"),
+                      default_presets_dir());
   const CapacitySummary summary = run_capacity_experiment(experiment, scratch / "out", quiet());
   const auto rows = csv_rows(read_file(summary.capacity_csv));
   ASSERT_EQ(rows.size(), 5u);
@@ -151,9 +154,9 @@ TEST(CapacityExperiment, LoaderRejectsWhatASearchCannotUse)
               HasSubstr("no parameter for the width axis"));
   EXPECT_THAT(error_of(write_search_experiment(scratch, "{start: 10, limit: 5}")),
               HasSubstr("limit (5) is below start (10)"));
-  EXPECT_THAT(error_of(write_search_experiment(
-                  scratch, "{axis: batch}",
-                  "  - {name: recorded, trace: " + (data_dir() / "chain4.trace.json").string() + "}\n")),
+  EXPECT_THAT(error_of(write_search_experiment(scratch, "{axis: batch}",
+                                               "  - {name: recorded, trace: " +
+                                                   (data_dir() / "chain4.trace.json").string() + "}\n")),
               HasSubstr("a search needs a generated workload"));
 }
 

@@ -80,8 +80,8 @@ TEST(CapacitySearch, StartLimitAndNothingFeasible)
   EXPECT_FALSE(none.largest);
   EXPECT_EQ(none.probes.size(), 9u); // the start and the window above it
 
-  const CapacityResult late = find_largest_feasible(feasible_when([](std::int64_t v) { return v >= 5 && v <= 9; }),
-                                                    {1, 100, 8});
+  const CapacityResult late =
+      find_largest_feasible(feasible_when([](std::int64_t v) { return v >= 5 && v <= 9; }), {1, 100, 8});
   EXPECT_EQ(*late.largest, 9);
 
   const CapacityResult capped = find_largest_feasible(feasible_when([](std::int64_t) { return true; }), {3, 100, 8});
@@ -109,14 +109,15 @@ ScaleStudy small_cnn_study()
 // A hand-made workload whose keep-all peak is linear in the batch: a 6-layer chain of 1 MB x batch activations
 // and 1 kB weights (tests/support/test_traces.hpp), registered as a generator for these tests only.
 const bool kTestChainRegistered = [] {
-  generator_registry().add(GeneratorInfo{
-      "test-chain", "6-layer chain, activations of 1 MB x batch (tests only)",
-      {ParamSpec{"batch", ParamType::integer, "samples", 1, 1.0, std::nullopt, {}, ""}},
-      [](const ParamValues& values, const RooflineFor&) {
-        Trace trace = test::make_chain(6, values.at("batch").get<std::uint64_t>() * 1'000'000);
-        trace.source.batch = values.at("batch").get<int>();
-        return trace;
-      }});
+  generator_registry().add(
+      GeneratorInfo{"test-chain",
+                    "6-layer chain, activations of 1 MB x batch (tests only)",
+                    {ParamSpec{"batch", ParamType::integer, "samples", 1, 1.0, std::nullopt, {}, ""}},
+                    [](const ParamValues& values, const RooflineFor&) {
+                      Trace trace = test::make_chain(6, values.at("batch").get<std::uint64_t>() * 1'000'000);
+                      trace.source.batch = values.at("batch").get<int>();
+                      return trace;
+                    }});
   return true;
 }();
 
@@ -193,10 +194,10 @@ TEST(ScaleStudy, AxesResolveToIntegerGeneratorParameters)
 
 TEST(MaxScaleCommand, JsonListsEveryProbeAndTheLargestValue)
 {
-  const auto result = run_command(kMemsim.string() +
-                                      " max-scale --workload cnn:depth=4,channel_scale=0.25,image=32,classes=10"
-                                      " --planner keep-all --machine v100-32gb-pcie3 --budget 64MiB --json",
-                                  /*stdout_only=*/true);
+  const auto result =
+      run_command(kMemsim.string() + " max-scale --workload cnn:depth=4,channel_scale=0.25,image=32,classes=10"
+                                     " --planner keep-all --machine v100-32gb-pcie3 --budget 64MiB --json",
+                  /*stdout_only=*/true);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const nlohmann::json document = nlohmann::json::parse(result.output);
   ASSERT_TRUE(document["largest"].is_number_integer());

@@ -37,8 +37,8 @@ std::filesystem::path write_experiment(const ScratchDir& scratch)
 {
   std::filesystem::path path = scratch / "crash.yaml";
   write_file(path, "format: memsim-experiment\nversion: 1\nname: crash\nmachine: " +
-                       (data_dir() / "small.machine.yaml").string() + "\nworkloads:\n  - {name: chain4, trace: " +
-                       (data_dir() / "chain4.trace.json").string() +
+                       (data_dir() / "small.machine.yaml").string() +
+                       "\nworkloads:\n  - {name: chain4, trace: " + (data_dir() / "chain4.trace.json").string() +
                        "}\nplanners: [keep-all, vdnn-all, checkpoint-sqrt]\n"
                        "sweep:\n  budget: {fraction_of_peak: [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]}\n");
   return path;
@@ -46,9 +46,8 @@ std::filesystem::path write_experiment(const ScratchDir& scratch)
 
 std::string reference_csv(const ScratchDir& scratch, const std::filesystem::path& experiment_file)
 {
-  const auto result =
-      run_command(kMemsim.string() + " run " + experiment_file.string() + " --no-plots --out " +
-                  (scratch / "reference").string());
+  const auto result = run_command(kMemsim.string() + " run " + experiment_file.string() + " --no-plots --out " +
+                                  (scratch / "reference").string());
   EXPECT_EQ(result.exit_code, 0) << result.output;
   return read_file(scratch / "reference" / "results.csv");
 }
@@ -119,8 +118,8 @@ TEST(CrashTest, RunnerKilledMidSweepResumesToByteIdenticalResults)
   write_file(out / "cells" / "0123456789abcdef.json.tmp.999999999", "{\"cell\": {\"cell_for");
 
   // The rerun may meet the orphaned worker still writing its cell: both write whole files under the same name.
-  const auto rerun = run_command(kMemsim.string() + " run " + experiment.string() + " --no-plots --out " +
-                                 out.string());
+  const auto rerun =
+      run_command(kMemsim.string() + " run " + experiment.string() + " --no-plots --out " + out.string());
   ::kill(-runner, SIGKILL); // any worker of the killed runner that is still running
   ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
   const auto [run, cached] = run_and_cached(rerun.output);
@@ -144,8 +143,11 @@ TEST(CrashTest, WorkerKilledMidCellIsReportedNeverCachedAndRedoneByTheRerun)
   // under the OOM killer); the others are real workers.
   const std::filesystem::path worker = scratch / "killed-worker.sh";
   write_file(worker, "#!/bin/sh\n"
-                     "case \"$5\" in */" + victim + ".json) printf '{\"cell\": {\"cell_for' > \"$5\"; kill -KILL $$;; "
-                     "esac\nexec " + kMemsim.string() + " \"$@\"\n");
+                     "case \"$5\" in */" +
+                         victim +
+                         ".json) printf '{\"cell\": {\"cell_for' > \"$5\"; kill -KILL $$;; "
+                         "esac\nexec " +
+                         kMemsim.string() + " \"$@\"\n");
   std::filesystem::permissions(worker, std::filesystem::perms::owner_all);
   RunOptions options;
   options.jobs = 2;
@@ -198,8 +200,8 @@ TEST(CrashTest, FilesTooLargeForTheOutputAreAClearError)
 
 // Mounts a tmpfs of `size` (4 KiB: one page) on `folder` in a private mount namespace (as root, or as the root of a
 // new user namespace) and runs `command` there; nullopt when this machine allows neither.
-std::optional<testing::CommandResult> run_on_tiny_tmpfs(const std::filesystem::path& folder,
-                                                        const std::string& command, const std::string& size = "4k")
+std::optional<testing::CommandResult> run_on_tiny_tmpfs(const std::filesystem::path& folder, const std::string& command,
+                                                        const std::string& size = "4k")
 {
   for (const char* unshare : {"unshare --mount", "unshare --user --map-root-user --mount"}) {
     const std::string script =
@@ -217,8 +219,8 @@ TEST(CrashTest, FullDiskIsAClearError)
   const std::filesystem::path experiment = write_experiment(scratch);
   const std::filesystem::path full = scratch / "full";
   std::filesystem::create_directories(full);
-  const auto result = run_on_tiny_tmpfs(
-      full, kMemsim.string() + " run " + experiment.string() + " --no-plots --out " + (full / "out").string());
+  const auto result = run_on_tiny_tmpfs(full, kMemsim.string() + " run " + experiment.string() + " --no-plots --out " +
+                                                  (full / "out").string());
   if (!result)
     GTEST_SKIP() << "cannot mount a tmpfs here (needs root or unprivileged user namespaces, and unshare); "
                     "FilesTooLargeForTheOutputAreAClearError covers the same write errors";
@@ -237,8 +239,8 @@ TEST(CrashTest, WorkerThatFindsTheDiskFullIsReported)
                              (data_dir() / "chain4.trace.json").string() + "}\nplanners: [keep-all]\n");
   const std::filesystem::path full = scratch / "full";
   std::filesystem::create_directories(full);
-  const auto result = run_on_tiny_tmpfs(full, kMemsim.string() + " run " + experiment.string() +
-                                                  " --no-plots --out " + (full / "out").string(), "8k");
+  const auto result = run_on_tiny_tmpfs(
+      full, kMemsim.string() + " run " + experiment.string() + " --no-plots --out " + (full / "out").string(), "8k");
   if (!result)
     GTEST_SKIP() << "cannot mount a tmpfs here (needs root or unprivileged user namespaces, and unshare)";
   EXPECT_EQ(result->exit_code, 3) << result->output;

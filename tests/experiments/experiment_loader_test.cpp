@@ -19,11 +19,11 @@ using testing::write_file;
 // The head every case shares; the machine and trace are referenced relative to the experiment's folder.
 std::string head()
 {
-  return "format: memsim-experiment\n"  // line 1
-         "version: 1\n"                 // line 2
-         "name: t\n"                    // line 3
-         "machine: small.machine.yaml\n" // line 4
-         "workloads:\n"                 // line 5
+  return "format: memsim-experiment\n"                    // line 1
+         "version: 1\n"                                   // line 2
+         "name: t\n"                                      // line 3
+         "machine: small.machine.yaml\n"                  // line 4
+         "workloads:\n"                                   // line 5
          "  - {name: chain, trace: chain4.trace.json}\n"; // line 6
 }
 
@@ -58,15 +58,14 @@ protected:
 
 TEST_F(LoaderTest, LoadsAFullExperiment)
 {
-  Experiment experiment = load(head() +
-                               "planners:\n"
-                               "  - keep-all\n"
-                               "  - {name: vdnn-all, label: vdnn}\n"
-                               "sweep:\n"
-                               "  budget: [8MiB, 20000000]\n"
-                               "  bandwidth: [12GB/s, 25GB/s]\n"
-                               "outputs: {plots: [peak_vs_budget]}\n"
-                               "parallelism: {jobs: 3}\n");
+  Experiment experiment = load(head() + "planners:\n"
+                                        "  - keep-all\n"
+                                        "  - {name: vdnn-all, label: vdnn}\n"
+                                        "sweep:\n"
+                                        "  budget: [8MiB, 20000000]\n"
+                                        "  bandwidth: [12GB/s, 25GB/s]\n"
+                                        "outputs: {plots: [peak_vs_budget]}\n"
+                                        "parallelism: {jobs: 3}\n");
   EXPECT_EQ(experiment.name, "t");
   ASSERT_EQ(experiment.workloads.size(), 1u);
   EXPECT_EQ(experiment.workloads[0].name, "chain");
@@ -208,8 +207,9 @@ TEST_F(LoaderTest, GeneratorSpecIsCheckedAgainstTheGeneratorsParameters)
                  "generate: " + spec);
     return error_of(text + "planners: [keep-all]\n");
   };
-  EXPECT_THAT(with_generator("{kind: rnn}"),
-              HasSubstr(":6:36: workloads[0].generate.kind: unknown generator kind 'rnn' (valid: cnn, preset, transformer)"));
+  EXPECT_THAT(
+      with_generator("{kind: rnn}"),
+      HasSubstr(":6:36: workloads[0].generate.kind: unknown generator kind 'rnn' (valid: cnn, preset, transformer)"));
   EXPECT_THAT(with_generator("{kind: cnn, width: 2}"),
               HasSubstr(":6:41: workloads[0].generate: unknown key 'width' (valid keys: kind, depth, channel_scale, "
                         "image, batch, classes, dtype, residual)"));
@@ -276,7 +276,8 @@ TEST_F(LoaderTest, NoPlanners)
 TEST_F(LoaderTest, UnknownPlot)
 {
   EXPECT_EQ(error_of(head() + "planners: [keep-all]\noutputs:\n  plots: [time_vs_bw]\n"),
-            file() + ":9:11: outputs.plots[0]: unknown plot 'time_vs_bw' (valid: time_vs_budget, peak_vs_budget, overhead_vs_budget, overhead_vs_bandwidth)");
+            file() + ":9:11: outputs.plots[0]: unknown plot 'time_vs_bw' (valid: time_vs_budget, peak_vs_budget, "
+                     "overhead_vs_budget, overhead_vs_bandwidth)");
 }
 
 TEST_F(LoaderTest, BadJobs)

@@ -36,12 +36,17 @@ std::filesystem::path write_small_experiment(const ScratchDir& scratch, const st
   write_file(path, "format: memsim-experiment\n"
                    "version: 1\n"
                    "name: small\n"
-                   "machine: " + (data_dir() / "small.machine.yaml").string() + "\n"
-                   "workloads:\n"
-                   "  - {name: chain4, trace: " + (data_dir() / "chain4.trace.json").string() + "}\n"
-                   "planners: [keep-all, vdnn-all]\n"
-                   "sweep:\n"
-                   "  budget: {fraction_of_peak: " + budgets + "}\n" + extra);
+                   "machine: " +
+                       (data_dir() / "small.machine.yaml").string() +
+                       "\n"
+                       "workloads:\n"
+                       "  - {name: chain4, trace: " +
+                       (data_dir() / "chain4.trace.json").string() +
+                       "}\n"
+                       "planners: [keep-all, vdnn-all]\n"
+                       "sweep:\n"
+                       "  budget: {fraction_of_peak: " +
+                       budgets + "}\n" + extra);
   return path;
 }
 
@@ -95,9 +100,9 @@ TEST(RunTest, SameExperimentGivesByteIdenticalResults)
   EXPECT_EQ(lines[0], csv_header());
   // Stable order: keep-all 1.0, keep-all 0.5, vdnn-all 1.0, vdnn-all 0.5.
   std::vector<std::string> keep_all_full = fields_of(lines[1]);
-  const double ideal = CostModel(load_trace(data_dir() / "chain4.trace.json"),
-                                 load_machine(data_dir() / "small.machine.yaml"))
-                           .ideal_time();
+  const double ideal =
+      CostModel(load_trace(data_dir() / "chain4.trace.json"), load_machine(data_dir() / "small.machine.yaml"))
+          .ideal_time();
   EXPECT_EQ(keep_all_full[0], "chain4");
   EXPECT_EQ(keep_all_full[1], "test-gpu");
   EXPECT_EQ(keep_all_full[2], "keep-all");
@@ -119,8 +124,8 @@ TEST(RunTest, FastEngineGivesTheSameResultsAsSimgrid)
   ScratchDir scratch;
   Experiment reference = load_experiment(write_small_experiment(scratch), scratch / "presets");
   ASSERT_TRUE(run_experiment(reference, scratch / "simgrid", quiet_options()).failures.empty());
-  Experiment fast = load_experiment(write_small_experiment(scratch, "[1.0, 0.5]", "engine: fast\n"),
-                                    scratch / "presets");
+  Experiment fast =
+      load_experiment(write_small_experiment(scratch, "[1.0, 0.5]", "engine: fast\n"), scratch / "presets");
   ASSERT_TRUE(run_experiment(fast, scratch / "fast", quiet_options()).failures.empty());
   const std::vector<std::string> expected = lines_of(read_file(scratch / "simgrid" / "results.csv"));
   const std::vector<std::string> actual = lines_of(read_file(scratch / "fast" / "results.csv"));
@@ -213,7 +218,8 @@ TEST(RunTest, WorkerFailureIsReportedPerCellAndNoCsvIsWritten)
   const std::filesystem::path log = scratch / "out" / "cells" / (cell_key(cells[0]) + ".log");
   EXPECT_EQ(summary.failures[0], "cell 1 (chain4 keep-all 1xpeak(28.61MiB)) failed: worker ended with exit code 2:\n"
                                  "    memsim: chain.trace.json: byte 12: invalid JSON\n"
-                                 "  log: " + log.string());
+                                 "  log: " +
+                                     log.string());
   EXPECT_EQ(summary.computed, 0u);
   EXPECT_TRUE(summary.results_csv.empty());
   EXPECT_FALSE(std::filesystem::exists(scratch / "out" / "results.csv"));
@@ -295,10 +301,9 @@ TEST(RunCommandTest, MissingPythonIsAClearError)
     run_experiment(experiment, scratch / "out", options);
     FAIL() << "expected RunError";
   } catch (const RunError& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "cannot draw plots: " + (scratch / "no-python").string() +
-                  " not found (install python3-matplotlib, or run with --no-plots); " +
-                  (scratch / "out" / "results.csv").string() + " is complete");
+    EXPECT_EQ(std::string(error.what()), "cannot draw plots: " + (scratch / "no-python").string() +
+                                             " not found (install python3-matplotlib, or run with --no-plots); " +
+                                             (scratch / "out" / "results.csv").string() + " is complete");
   }
   EXPECT_TRUE(std::filesystem::exists(scratch / "out" / "results.csv"));
 }

@@ -30,12 +30,12 @@ std::filesystem::path write_experiment(const ScratchDir& scratch, const std::str
                                        const std::string& budgets = "[1.0, 0.8, 0.5]")
 {
   std::filesystem::path path = scratch / (name + ".yaml");
-  write_file(path, "format: memsim-experiment\nversion: 1\nname: " + name + "\nmachine: " +
-                       (data_dir() / "small.machine.yaml").string() + "\nworkloads:\n  - {name: chain4, trace: " +
-                       (data_dir() / "chain4.trace.json").string() +
+  write_file(path, "format: memsim-experiment\nversion: 1\nname: " + name +
+                       "\nmachine: " + (data_dir() / "small.machine.yaml").string() +
+                       "\nworkloads:\n  - {name: chain4, trace: " + (data_dir() / "chain4.trace.json").string() +
                        "}\nplanners: [keep-all, vdnn-all, checkpoint-sqrt]\n"
-                       "sweep:\n  budget: {fraction_of_peak: " + budgets + "}\n" +
-                       (have_matplotlib() ? "outputs: {plots: [time_vs_budget]}\n" : ""));
+                       "sweep:\n  budget: {fraction_of_peak: " +
+                       budgets + "}\n" + (have_matplotlib() ? "outputs: {plots: [time_vs_budget]}\n" : ""));
   return path;
 }
 
@@ -60,8 +60,8 @@ TEST(ShardTest, ShardsTakeCellsModuloNAndMergeToTheUnshardedBytes)
 {
   ScratchDir scratch;
   const std::filesystem::path experiment_file = write_experiment(scratch, "shards");
-  const auto whole = run_command(kMemsim + " run " + experiment_file.string() + " --out " +
-                                 (scratch / "whole").string());
+  const auto whole =
+      run_command(kMemsim + " run " + experiment_file.string() + " --out " + (scratch / "whole").string());
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
 
   Experiment experiment = load_experiment(experiment_file, scratch / "presets");
@@ -80,9 +80,9 @@ TEST(ShardTest, ShardsTakeCellsModuloNAndMergeToTheUnshardedBytes)
   }
 
   // Given in any order.
-  const auto merged = run_command(kMemsim + " merge " + (scratch / "merged").string() + " " +
-                                  (scratch / "shard-3").string() + " " + (scratch / "shard-1").string() + " " +
-                                  (scratch / "shard-2").string());
+  const auto merged =
+      run_command(kMemsim + " merge " + (scratch / "merged").string() + " " + (scratch / "shard-3").string() + " " +
+                  (scratch / "shard-1").string() + " " + (scratch / "shard-2").string());
   ASSERT_EQ(merged.exit_code, 0) << merged.output;
   EXPECT_THAT(merged.output, HasSubstr("9 cells (0 run, 9 cached)"));
   EXPECT_EQ(read_file(scratch / "merged" / "results.csv"), read_file(scratch / "whole" / "results.csv"));
@@ -98,11 +98,11 @@ TEST(ShardTest, MergeRefusesShardsOfAnotherExperiment)
   ScratchDir scratch;
   ASSERT_EQ(run_shard(write_experiment(scratch, "first"), "1/2", scratch / "a").exit_code, 0);
   ASSERT_EQ(run_shard(write_experiment(scratch, "second", "[1.0, 0.7, 0.5]"), "2/2", scratch / "b").exit_code, 0);
-  const auto merged = run_command(kMemsim + " merge " + (scratch / "merged").string() + " " +
-                                  (scratch / "a").string() + " " + (scratch / "b").string());
+  const auto merged = run_command(kMemsim + " merge " + (scratch / "merged").string() + " " + (scratch / "a").string() +
+                                  " " + (scratch / "b").string());
   EXPECT_EQ(merged.exit_code, 2) << merged.output;
-  EXPECT_THAT(merged.output, HasSubstr("memsim: " + (scratch / "b" / "sweep.json").string() +
-                                       ": a shard of experiment 'second'"));
+  EXPECT_THAT(merged.output,
+              HasSubstr("memsim: " + (scratch / "b" / "sweep.json").string() + ": a shard of experiment 'second'"));
   EXPECT_THAT(merged.output, HasSubstr("not of experiment 'first'"));
   EXPECT_FALSE(std::filesystem::exists(scratch / "merged" / "results.csv"));
 }

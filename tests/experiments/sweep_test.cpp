@@ -20,9 +20,9 @@ Experiment load_text(const ScratchDir& scratch, const std::string& body)
 {
   std::filesystem::path path = scratch / "exp.yaml";
   write_file(path, "format: memsim-experiment\nversion: 1\nname: sweep\nmachine: " +
-                       (data_dir() / "small.machine.yaml").string() + "\nworkloads:\n  - {name: a, trace: " +
-                       (data_dir() / "chain4.trace.json").string() + "}\n  - {name: b, trace: " +
-                       (data_dir() / "chain4.trace.json").string() + "}\n" + body);
+                       (data_dir() / "small.machine.yaml").string() +
+                       "\nworkloads:\n  - {name: a, trace: " + (data_dir() / "chain4.trace.json").string() +
+                       "}\n  - {name: b, trace: " + (data_dir() / "chain4.trace.json").string() + "}\n" + body);
   return load_experiment(path, scratch / "presets");
 }
 
@@ -37,9 +37,9 @@ TEST(SweepTest, CellsAreWorkloadsThenPlannersThenBudgetsThenBandwidths)
     described.push_back(describe_cell(cell));
   EXPECT_EQ(described, (std::vector<std::string>{
                            "a keep-all 16.00MiB 12GB/s", "a keep-all 16.00MiB 3GB/s", "a keep-all 8.00MiB 12GB/s",
-                           "a keep-all 8.00MiB 3GB/s",   "a vdnn-all 16.00MiB 12GB/s", "a vdnn-all 16.00MiB 3GB/s",
-                           "a vdnn-all 8.00MiB 12GB/s",  "a vdnn-all 8.00MiB 3GB/s",  "b keep-all 16.00MiB 12GB/s",
-                           "b keep-all 16.00MiB 3GB/s",  "b keep-all 8.00MiB 12GB/s", "b keep-all 8.00MiB 3GB/s",
+                           "a keep-all 8.00MiB 3GB/s", "a vdnn-all 16.00MiB 12GB/s", "a vdnn-all 16.00MiB 3GB/s",
+                           "a vdnn-all 8.00MiB 12GB/s", "a vdnn-all 8.00MiB 3GB/s", "b keep-all 16.00MiB 12GB/s",
+                           "b keep-all 16.00MiB 3GB/s", "b keep-all 8.00MiB 12GB/s", "b keep-all 8.00MiB 3GB/s",
                            "b vdnn-all 16.00MiB 12GB/s", "b vdnn-all 16.00MiB 3GB/s", "b vdnn-all 8.00MiB 12GB/s",
                            "b vdnn-all 8.00MiB 3GB/s"}));
   for (std::size_t i = 0; i < cells.size(); ++i)
@@ -178,7 +178,8 @@ TEST(CsvTest, IterationColumnsOnlyWhenSomeCellRanSeveralIterations)
   EXPECT_FALSE(has_several_iterations({one}));
   EXPECT_TRUE(has_several_iterations({one, three}));
   // The iteration columns come after reason, the capacity columns last.
-  const std::string capacity = ",samples_per_s,pcie_h2d_utilization,pcie_d2h_utilization,swapped_bytes,recomputed_bytes";
+  const std::string capacity =
+      ",samples_per_s,pcie_h2d_utilization,pcie_d2h_utilization,swapped_bytes,recomputed_bytes";
   EXPECT_EQ(csv_header(true), csv_header().substr(0, csv_header().size() - capacity.size()) +
                                   ",iterations,steady_iteration_time_s,iteration_times_s" + capacity);
   const std::string row = csv_row(sample_cell(), three, true);

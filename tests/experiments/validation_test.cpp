@@ -65,18 +65,16 @@ TEST(ErrorStats, QuantilesAndWeightedError)
 TEST(CompareRuns, IterationStallTransferAndPeakErrors)
 {
   // Simulated: compute 0-1, offload 1-3 (d2h), compute waits for a prefetch 3-4 then runs 4-5.
-  RunResult simulated = run_of({record(0, StepKind::compute, "compute", 0, 1),
-                                record(1, StepKind::offload, "d2h", 1, 3, 100),
-                                record(2, StepKind::prefetch, "h2d", 3, 4, 100),
-                                record(3, StepKind::compute, "compute", 4, 5)},
-                               1000);
+  RunResult simulated =
+      run_of({record(0, StepKind::compute, "compute", 0, 1), record(1, StepKind::offload, "d2h", 1, 3, 100),
+              record(2, StepKind::prefetch, "h2d", 3, 4, 100), record(3, StepKind::compute, "compute", 4, 5)},
+             1000);
   // Measured: the transfers are 50% slower, so the second compute starts at 5.5 and the iteration ends at 6.5.
-  RunResult measured = run_of({record(0, StepKind::compute, "compute", 0, 1),
-                               record(1, StepKind::offload, "d2h", 1, 4, 100),
-                               record(2, StepKind::prefetch, "h2d", 4, 5.5, 100),
-                               record(3, StepKind::compute, "compute", 5.5, 6.5),
-                               record(4, StepKind::free, "d2h", 6.5, 6.5)},
-                              800);
+  RunResult measured =
+      run_of({record(0, StepKind::compute, "compute", 0, 1), record(1, StepKind::offload, "d2h", 1, 4, 100),
+              record(2, StepKind::prefetch, "h2d", 4, 5.5, 100), record(3, StepKind::compute, "compute", 5.5, 6.5),
+              record(4, StepKind::free, "d2h", 6.5, 6.5)},
+             800);
   const nlohmann::json document = {{"measured", {{"kernels", "spin"}, {"iteration_times_s", {6.4, 6.5, 6.6}}}}};
   const ValidationReport report = compare_runs(simulated, measured, document);
   const ValidationSummary& s = report.summary;
@@ -187,11 +185,11 @@ TEST(ValidateCommand, OnePlanAgainstAStretchedSimulation)
             0);
   write_stretched(scratch / "sim.json", scratch / "measured.json", 1.25);
 
-  const auto result = run_command(kMemsim.string() + " validate --trace " + trace + " --machine " + machine +
-                                      " --plan " + plan.string() + " --measured " +
-                                      (scratch / "measured.json").string() + " --json --no-plots --out " +
-                                      (scratch / "out").string(),
-                                  true);
+  const auto result =
+      run_command(kMemsim.string() + " validate --trace " + trace + " --machine " + machine + " --plan " +
+                      plan.string() + " --measured " + (scratch / "measured.json").string() +
+                      " --json --no-plots --out " + (scratch / "out").string(),
+                  true);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const nlohmann::json summary = nlohmann::json::parse(result.output);
   EXPECT_NEAR(summary["iteration_error"].get<double>(), 1 / 1.25 - 1, 1e-9);
@@ -245,13 +243,14 @@ TEST(ValidateCommand, SweepFromAMeasurementsFolder)
                              "\nworkloads:\n  - {name: chain4, trace: " + (data_dir() / "chain4.trace.json").string() +
                              "}\nplanners: [keep-all, vdnn-all]\nsweep:\n  budget: {fraction_of_peak: [1.0, 0.9]}\n");
   const auto inputs = scratch / "inputs";
-  auto prepared = run_command(kMemsim.string() + " validate --experiment " + experiment.string() + " --prepare " +
-                              inputs.string());
+  auto prepared =
+      run_command(kMemsim.string() + " validate --experiment " + experiment.string() + " --prepare " + inputs.string());
   ASSERT_EQ(prepared.exit_code, 0) << prepared.output;
   const std::string cells = read_file(inputs / "cells.txt");
   // keep-all does not fit 0.9x its peak: three planned cells, spin lines first, then gemm.
-  EXPECT_EQ(cells, "chain4.keep-all.f1 chain4 spin\nchain4.vdnn-all.f1 chain4 spin\nchain4.vdnn-all.f0.9 chain4 spin\n"
-                   "chain4.keep-all.f1 chain4 gemm\nchain4.vdnn-all.f1 chain4 gemm\nchain4.vdnn-all.f0.9 chain4 gemm\n");
+  EXPECT_EQ(cells,
+            "chain4.keep-all.f1 chain4 spin\nchain4.vdnn-all.f1 chain4 spin\nchain4.vdnn-all.f0.9 chain4 spin\n"
+            "chain4.keep-all.f1 chain4 gemm\nchain4.vdnn-all.f1 chain4 gemm\nchain4.vdnn-all.f0.9 chain4 gemm\n");
   ASSERT_TRUE(std::filesystem::exists(inputs / "workloads" / "chain4.trace.json"));
 
   // "Run" two cells: the simulation stretched by 1.1 (spin) and shrunk by 0.9 (gemm, one cell); the third cell
@@ -261,9 +260,10 @@ TEST(ValidateCommand, SweepFromAMeasurementsFolder)
   const std::string machine = (data_dir() / "small.machine.yaml").string();
   for (const std::string cell : {"chain4.keep-all.f1", "chain4.vdnn-all.f0.9"}) {
     std::filesystem::copy_file(inputs / "plans" / (cell + ".plan.json"), measurements / (cell + ".plan.json"));
-    ASSERT_EQ(run_command(kMemsim.string() + " simulate --trace " + (inputs / "workloads" / "chain4.trace.json").string() +
-                          " --machine " + machine + " --plan " + (inputs / "plans" / (cell + ".plan.json")).string() +
-                          " --timeline " + (scratch / (cell + ".sim.json")).string())
+    ASSERT_EQ(run_command(kMemsim.string() + " simulate --trace " +
+                          (inputs / "workloads" / "chain4.trace.json").string() + " --machine " + machine + " --plan " +
+                          (inputs / "plans" / (cell + ".plan.json")).string() + " --timeline " +
+                          (scratch / (cell + ".sim.json")).string())
                   .exit_code,
               0);
     write_stretched(scratch / (cell + ".sim.json"), measurements / (cell + ".spin.measured.json"), 1.1);
@@ -275,15 +275,17 @@ TEST(ValidateCommand, SweepFromAMeasurementsFolder)
   auto result = run_command(kMemsim.string() + " validate --experiment " + experiment.string() + " --measurements " +
                             measurements.string() + " --out " + out.string() + " --no-plots --jobs 2");
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("3 comparisons; 1 cells infeasible for their planner; 1 planned cells not measured"));
+  EXPECT_THAT(result.output,
+              HasSubstr("3 comparisons; 1 cells infeasible for their planner; 1 planned cells not measured"));
   const std::string csv = read_file(out / "validation.csv");
   std::vector<std::string> lines;
   std::istringstream stream(csv);
   for (std::string line; std::getline(stream, line);)
     lines.push_back(line);
   ASSERT_EQ(lines.size(), 4u) << csv;
-  EXPECT_THAT(lines[0], HasSubstr("cell,workload,machine,planner,planner_name,budget_bytes,budget_fraction,plan_matches,"
-                                  "kernels,"));
+  EXPECT_THAT(lines[0],
+              HasSubstr("cell,workload,machine,planner,planner_name,budget_bytes,budget_fraction,plan_matches,"
+                        "kernels,"));
   // Rows in cell order, spin before gemm; errors 1/1.1 - 1 and 1/0.8 - 1 = +25%.
   EXPECT_THAT(lines[1], HasSubstr("chain4.keep-all.f1,chain4,"));
   EXPECT_THAT(lines[1], HasSubstr(",true,spin,true,true,"));

@@ -53,8 +53,8 @@ TEST(CostModel, ExactOnHandMadeOpsOnTheRecordingGpu)
   EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[0], 0, 0.25), 0.0025 + launch); // 0.004 x 1.25e10 / 2e10
   EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[1], 0, 0.5), 0.01 * 4e10 / 6e10 + launch);
   EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[2], 0, 2.0), 2e-4 * 2.1e8 / 1.1e8 + launch); // half 10MB = 1e7 bytes
-  EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[3], 0, 8.0), 1e-5 + launch); // launch-bound: any size
-  EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[4], 0, 0.5), 0.0015 + launch); // unsized: proportional
+  EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[3], 0, 8.0), 1e-5 + launch);                 // launch-bound: any size
+  EXPECT_DOUBLE_EQ(cost.op_time(trace.ops[4], 0, 0.5), 0.0015 + launch);               // unsized: proportional
 }
 
 TEST(CostModel, AnotherGpuKeepsTheMeasuredEfficiency)

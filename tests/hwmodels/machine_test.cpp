@@ -143,8 +143,8 @@ TEST(CostModel, MeasuredTimeOnTheRecordingGpuClassCurveElsewhere)
   trace.source.dtype = "fp32";
   Op op;
   op.time_s = 0.004;
-  op.flops = 20e9;           // 2 ms at 10 TFLOP/s
-  op.bytes_accessed = 1e9;   // 1 ms at 1 TB/s
+  op.flops = 20e9;         // 2 ms at 10 TFLOP/s
+  op.bytes_accessed = 1e9; // 1 ms at 1 TB/s
   trace.ops.push_back(op);
   CostModel same_gpu(trace, machine);
   EXPECT_DOUBLE_EQ(same_gpu.op_time(trace.ops[0], 0), 0.004 + 5e-6);

@@ -53,17 +53,17 @@ TEST(Rescale, BytesExactWeightsUntouchedTimesFromTheCostModel)
   const Trace quarter = rescale_trace(trace, 2, machine.gpus[0], "b8");
   EXPECT_EQ(quarter.source.batch, 2);
   EXPECT_EQ(quarter.source.device, "src-gpu");
-  EXPECT_EQ(quarter.tensors[0].bytes, 2000u);                             // input, by kind
-  EXPECT_EQ(quarter.tensors[2].bytes, 2000u);                             // along its batch axis
+  EXPECT_EQ(quarter.tensors[0].bytes, 2000u); // input, by kind
+  EXPECT_EQ(quarter.tensors[2].bytes, 2000u); // along its batch axis
   EXPECT_EQ(quarter.tensors[2].shape, (std::vector<std::int64_t>{2, 250}));
-  EXPECT_EQ(quarter.tensors[1].bytes, 4000u);                             // weight
-  EXPECT_EQ(quarter.tensors[3].bytes, 4000u);                             // optimizer state
-  EXPECT_EQ(quarter.tensors[4].bytes, 24u); // an input whose shape names no batch axis
+  EXPECT_EQ(quarter.tensors[1].bytes, 4000u); // weight
+  EXPECT_EQ(quarter.tensors[3].bytes, 4000u); // optimizer state
+  EXPECT_EQ(quarter.tensors[4].bytes, 24u);   // an input whose shape names no batch axis
   EXPECT_DOUBLE_EQ(*quarter.ops[0].flops, 2.5e9);
   EXPECT_DOUBLE_EQ(*quarter.ops[0].bytes_accessed, 20024.0 * (2000 + 4000 + 24 + 2000) / (8000 + 4000 + 24 + 8000));
   EXPECT_EQ(quarter.ops[0].workspace_bytes, 200u);
   EXPECT_DOUBLE_EQ(quarter.ops[0].time_s, 0.004 * (2.5e9 + 1e10) / 2e10); // gpu0's GEMM curve, half 1e10
-  EXPECT_DOUBLE_EQ(*quarter.ops[1].bytes_accessed, 8000.0);              // touches no batch tensor
+  EXPECT_DOUBLE_EQ(*quarter.ops[1].bytes_accessed, 8000.0);               // touches no batch tensor
   EXPECT_DOUBLE_EQ(quarter.ops[1].time_s, 1e-5);
   // Rounding: batch 5 of 8 scales 8000 bytes to 5000 and the batch axis to 5.
   const Trace five = rescale_trace(trace, 5, machine.gpus[0], "b8");

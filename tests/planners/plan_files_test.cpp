@@ -173,8 +173,8 @@ TEST(PlanFiles, V2AdditionsRoundTrip)
   EXPECT_EQ(v2_feature(plan), "initial_placement");
   EXPECT_EQ(plan_to_json(plan_from_json(plan_to_json(plan), "again")), plan_to_json(plan));
   const Trace extended = trace_with_extras(trace, plan);
-  EXPECT_DOUBLE_EQ(extended.op(1).time_s, 0.002); // split in 2
-  EXPECT_DOUBLE_EQ(extended.op(2).time_s, 0.008); // 2 models fused
+  EXPECT_DOUBLE_EQ(extended.op(1).time_s, 0.002);                      // split in 2
+  EXPECT_DOUBLE_EQ(extended.op(2).time_s, 0.008);                      // 2 models fused
   EXPECT_FALSE(plan_to_json(plan)["extra_ops"][0].contains("time_s")); // still derived when written back
 }
 
@@ -209,8 +209,9 @@ TEST(TraceFiles, SyntaxErrorsNameTheByte)
   const std::size_t cut = text.find("\"ops\"");
   test::write_file(dir / "cut.trace.json", text.substr(0, cut));
   // The end of input counts as one byte past the text, as json_io reported it.
-  EXPECT_EQ(load_error([&] { (void)load_trace(dir / "cut.trace.json"); })
-                .rfind((dir / "cut.trace.json").string() + ": byte " + std::to_string(cut + 1) + ": invalid JSON: ", 0),
+  EXPECT_EQ(load_error([&] {
+              (void)load_trace(dir / "cut.trace.json");
+            }).rfind((dir / "cut.trace.json").string() + ": byte " + std::to_string(cut + 1) + ": invalid JSON: ", 0),
             0u);
   // Bytes beyond 64 bits: where the number starts.
   const std::string huge = R"({"format": "memsim-trace", "version": 1, "tensors": [{"bytes": 18446744073709551616}]})";
@@ -246,7 +247,9 @@ TEST(PlanFiles, LocatedMessagesInStepsAndExtras)
   EXPECT_EQ(error_of([](auto& d) { d["budget_bytes"] = 9223372036854775807.0 * 4; }),
             "p.json: at /budget_bytes: expected an integer, found 3.6893488147419103e+19");
   // tensor_from_json / op_from_json keep the caller's path.
-  EXPECT_EQ(load_error([] { (void)tensor_from_json({{"id", 0}}, "x.json", "/list/4", 0); }),
+  EXPECT_EQ(load_error([] {
+              (void)tensor_from_json({{"id", 0}}, "x.json", "/list/4", 0);
+            }),
             "x.json: at /list/4: missing required key 'bytes'");
 }
 

@@ -149,10 +149,10 @@ TEST(ExecutionProgram, AnAllocationThatNeedsFreedBytesWaitsForTheFree)
   Trace trace = two_activation_trace();
   Plan plan;
   PlanBuilder build(plan);
-  build.compute(0);                // 0
-  build.offload(0, {0});           // 1 d2h
-  build.free(0, {1}, "d2h");       // 2 d2h
-  build.compute(1);                // 3 compute, no dep on 2
+  build.compute(0);          // 0
+  build.offload(0, {0});     // 1 d2h
+  build.free(0, {1}, "d2h"); // 2 d2h
+  build.compute(1);          // 3 compute, no dep on 2
   plan.budget_bytes = 5000000;
   Program tight = build_program(plan, trace, pool_of(5000000, 5000000 / 256 * 256 + 256));
   ASSERT_FALSE(tight.failure) << tight.failure->what;
@@ -225,7 +225,8 @@ TEST(ExecutionProgram, FragmentationIsReportedApartFromOutOfMemory)
   Trace trace;
   trace.name = "frag";
   for (TensorId id = 0; id < 4; ++id)
-    trace.tensors.push_back({id, fmt::format("t{}", id), id == 3 ? 600u : 256u, TensorKind::activation, std::nullopt, {}, {}});
+    trace.tensors.push_back(
+        {id, fmt::format("t{}", id), id == 3 ? 600u : 256u, TensorKind::activation, std::nullopt, {}, {}});
   for (OpId id = 0; id < 4; ++id) {
     Op op;
     op.id = id;

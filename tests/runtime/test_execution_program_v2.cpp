@@ -20,7 +20,8 @@ namespace {
 std::string trace_doc(const std::string& tensors, const std::string& ops)
 {
   return R"({"format": "memsim-trace", "version": 1, "name": "t", "source": {"device": "test-gpu"},
-             "tensors": [)" + tensors + R"(], "ops": [)" + ops + "]}";
+             "tensors": [)" +
+         tensors + R"(], "ops": [)" + ops + "]}";
 }
 
 std::string plan_doc(const std::string& extra, const std::string& steps)
@@ -34,8 +35,8 @@ struct Built {
   Program program;
 };
 
-Built build(const std::string& trace_text, const std::string& plan_text, std::uint64_t budget,
-            std::uint64_t arena = 0, const Machine& machine = Machine{})
+Built build(const std::string& trace_text, const std::string& plan_text, std::uint64_t budget, std::uint64_t arena = 0,
+            const Machine& machine = Machine{})
 {
   Built built{plan_from_text(plan_text, "test.plan.json"), {}};
   check_runtime_supports(built.plan, "test.plan.json");
@@ -119,9 +120,10 @@ TEST(ExecutionProgramV2, FourMicrobatchesAccumulateIntoOneSharedGradient)
       R"({"id": 0, "name": "b", "phase": "backward", "inputs": [0, 1], "outputs": [2], "time_s": 0.001})");
   std::string steps;
   for (int i = 0; i < 4; ++i)
-    steps += fmt::format(R"({}{{"id": {}, "kind": "compute", "op": 0, "instance": {}, "deps": []}})", i ? "," : "",
-                         i, i);
-  const Built shared = build(trace, plan_doc(R"("shared_across_instances": ["weight", "weight_grad"],)", steps), 1u << 30);
+    steps +=
+        fmt::format(R"({}{{"id": {}, "kind": "compute", "op": 0, "instance": {}, "deps": []}})", i ? "," : "", i, i);
+  const Built shared =
+      build(trace, plan_doc(R"("shared_across_instances": ["weight", "weight_grad"],)", steps), 1u << 30);
   ASSERT_FALSE(shared.program.failure) << shared.program.failure->what;
   int gradients = 0;
   for (const Allocation& allocation : shared.program.allocations)
@@ -144,10 +146,10 @@ const std::string kWeightOnHost = R"("initial_placement": [{"kind": "weight", "w
 
 TEST(ExecutionProgramV2, AWeightPlacedOnTheHostIsPrefetchedFromItsPinnedBuffer)
 {
-  const Built built = build(kPrefetchTrace,
-                            plan_doc(kWeightOnHost, R"({"id": 0, "kind": "prefetch", "tensor": 1, "deps": []},
+  const Built built =
+      build(kPrefetchTrace, plan_doc(kWeightOnHost, R"({"id": 0, "kind": "prefetch", "tensor": 1, "deps": []},
                                                       {"id": 1, "kind": "compute", "op": 0, "deps": [0]})"),
-                            1u << 30);
+            1u << 30);
   ASSERT_FALSE(built.program.failure) << built.program.failure->what;
   ASSERT_EQ(built.program.initial_host_buffers.size(), 1u);
   const HostBuffer& buffer = built.program.host_buffers[built.program.initial_host_buffers[0]];
@@ -202,8 +204,8 @@ TEST(ExecutionProgramV2, HostComputeBusiesTheHostForTheSimulatorsHostTime)
   ASSERT_FALSE(built.program.failure) << built.program.failure->what;
   ASSERT_EQ(built.program.steps.size(), 2u);
   EXPECT_EQ(built.program.steps[0].work, WorkKind::host_busy);
-  EXPECT_DOUBLE_EQ(built.program.steps[0].kernel_time_s, 0.003);             // cpu_time_s
-  EXPECT_DOUBLE_EQ(built.program.steps[1].kernel_time_s, 0.002);             // max(2e9 / 1e12, 1e6 / 1e9)
+  EXPECT_DOUBLE_EQ(built.program.steps[0].kernel_time_s, 0.003); // cpu_time_s
+  EXPECT_DOUBLE_EQ(built.program.steps[1].kernel_time_s, 0.002); // max(2e9 / 1e12, 1e6 / 1e9)
   EXPECT_EQ(built.program.steps[1].iteration, 1);
   EXPECT_EQ(built.program.streams[0].device, kHostDevice);
   EXPECT_EQ(built.program.peak_bytes, 0u); // nothing on the GPU

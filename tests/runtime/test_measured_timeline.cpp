@@ -27,7 +27,7 @@ Program chain_program(const char* plan_file)
 IterationTiming chain_timing()
 {
   const double ms = 1e-3;
-  return {{0, 1 * ms},       {1 * ms, 1.5 * ms}, {1 * ms, 2 * ms},     {2 * ms, 2 * ms},     {2 * ms, 2.5 * ms},
+  return {{0, 1 * ms},          {1 * ms, 1.5 * ms},   {1 * ms, 2 * ms},     {2 * ms, 2 * ms},     {2 * ms, 2.5 * ms},
           {2.5 * ms, 4.5 * ms}, {4.5 * ms, 4.5 * ms}, {4.5 * ms, 4.5 * ms}, {4.5 * ms, 6.5 * ms}, {6.5 * ms, 6.5 * ms}};
 }
 
@@ -60,8 +60,8 @@ TEST(MeasuredTimeline, MemorySamplesFollowMeasuredAllocationAndReleaseTimes)
     samples.emplace_back(sample.time_s * 1e3, sample.bytes);
   // t=0: x w1 w2 + a1; 1 ms: + a2 + workspace; 2 ms: - workspace - a1 + a1 (prefetch); 2.5 ms: + g_a1
   // + wg2; 4.5 ms: - a2 - a1 + wg1; 6.5 ms: - g_a1.
-  std::vector<std::pair<double, std::uint64_t>> expected{
-      {0, 3002000}, {1, 5502000}, {2, 5002000}, {2.5, 7003000}, {4.5, 3004000}, {6.5, 1004000}};
+  std::vector<std::pair<double, std::uint64_t>> expected{{0, 3002000},   {1, 5502000},   {2, 5002000},
+                                                         {2.5, 7003000}, {4.5, 3004000}, {6.5, 1004000}};
   ASSERT_EQ(samples.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     EXPECT_NEAR(samples[i].first, expected[i].first, 1e-9) << i;

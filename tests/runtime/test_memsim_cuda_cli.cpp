@@ -48,7 +48,8 @@ TEST(MemsimCudaCli, BadPlanExitsTwoWithTheLocation)
 {
   Outcome outcome = run("run " + fixtures("send.plan.json") + " --timeline /dev/null");
   EXPECT_EQ(outcome.exit_code, 2) << outcome.output;
-  EXPECT_THAT(outcome.output, HasSubstr("memsim-cuda: " + kData + "/send.plan.json: at /steps/1/kind: memsim-cuda runs "
+  EXPECT_THAT(outcome.output, HasSubstr("memsim-cuda: " + kData +
+                                        "/send.plan.json: at /steps/1/kind: memsim-cuda runs "
                                         "single-GPU plans; step 1 is a send"));
 }
 
@@ -118,8 +119,8 @@ TEST(MemsimCudaCli, DryRunReportsTheCoreCasesLikeTheSimulators)
 TEST(MemsimCudaCli, WithoutADeviceItSaysSoAndExitsThree)
 {
   const auto timeline = std::filesystem::temp_directory_path() / "memsim_cuda_cli_timeline.json";
-  Outcome outcome = run("run " + fixtures("chain.plan.json") + " --iterations 2 --warmup 1 --timeline " +
-                        timeline.string());
+  Outcome outcome =
+      run("run " + fixtures("chain.plan.json") + " --iterations 2 --warmup 1 --timeline " + timeline.string());
   if (outcome.exit_code == 3) {
     EXPECT_THAT(outcome.output, HasSubstr("memsim-cuda: no CUDA device found ("));
     EXPECT_FALSE(std::filesystem::exists(timeline));
@@ -138,23 +139,28 @@ TEST(MemsimCudaCli, WithoutADeviceItSaysSoAndExitsThree)
 TEST(MemsimCudaCli, AssembleRebuildsTheTimelineFromRawTimingsWithoutAGpu)
 {
   // The chain plan's ten steps, as a run would have recorded them (ms).
-  const std::vector<std::pair<double, double>> ms{{0, 1},     {1, 1.5}, {1, 2},     {2, 2},     {2, 2.5},
+  const std::vector<std::pair<double, double>> ms{{0, 1},     {1, 1.5},   {1, 2},     {2, 2},     {2, 2.5},
                                                   {2.5, 4.5}, {4.5, 4.5}, {4.5, 4.5}, {4.5, 6.5}, {6.5, 6.5}};
   nlohmann::json starts = nlohmann::json::array(), ends = nlohmann::json::array();
   for (auto [start, end] : ms) {
     starts.push_back(start * 1e-3);
     ends.push_back(end * 1e-3);
   }
-  nlohmann::json raw = {{"format", "memsim-cuda-timings"}, {"version", 1}, {"gpu", "Test GPU"}, {"kernels", "spin"},
-                        {"warmup", 1}, {"spin_overhead_s", 2e-6}, {"enqueue_gate_s", 1e-3},
+  nlohmann::json raw = {{"format", "memsim-cuda-timings"},
+                        {"version", 1},
+                        {"gpu", "Test GPU"},
+                        {"kernels", "spin"},
+                        {"warmup", 1},
+                        {"spin_overhead_s", 2e-6},
+                        {"enqueue_gate_s", 1e-3},
                         {"pool", {{"budget_bytes", 8000000}, {"arena_bytes", 11048576}, {"alignment", 256}}},
                         {"iterations", {{{"start_s", starts}, {"end_s", ends}}}}};
   const auto dir = std::filesystem::temp_directory_path();
   const auto raw_path = dir / "memsim_cuda_cli_raw.json";
   const auto timeline = dir / "memsim_cuda_cli_assembled.json";
   std::ofstream(raw_path) << raw.dump();
-  Outcome outcome = run("assemble " + fixtures("chain.plan.json") + " --timings " + raw_path.string() +
-                        " --timeline " + timeline.string());
+  Outcome outcome = run("assemble " + fixtures("chain.plan.json") + " --timings " + raw_path.string() + " --timeline " +
+                        timeline.string());
   ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
   EXPECT_THAT(outcome.output, HasSubstr("iteration time: median 0.006500 s"));
   EXPECT_THAT(outcome.output, HasSubstr("compute busy 0.006000 s, stall 0.000500 s"));
@@ -176,7 +182,8 @@ TEST(MemsimCudaCli, CalibrateFromRawReproducesTheCommittedMachineFile)
 {
   const std::string calibration = std::string(MEMSIM_SOURCE_DIR) + "/runtime/calibration/";
   const auto out = std::filesystem::temp_directory_path() / "h100-calibrated.yaml";
-  Outcome outcome = run("calibrate --from-raw " + calibration + "h100-calibrated.calibration.json --out " + out.string());
+  Outcome outcome =
+      run("calibrate --from-raw " + calibration + "h100-calibrated.calibration.json --out " + out.string());
   ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
   auto read = [](const std::filesystem::path& path) {
     std::ifstream in(path);

@@ -31,16 +31,18 @@ Trace generated(const std::string& kind, const nlohmann::json& params)
 {
   const GeneratorRegistry& registry = generator_registry();
   const GeneratorInfo& info = registry.get(kind);
-  return info.make(registry.complete_params(info, params),
-                   [](const std::string&) { return Roofline{14e12, 900e9, 5e-6, "test-gpu"}; });
+  return info.make(registry.complete_params(info, params), [](const std::string&) {
+    return Roofline{14e12, 900e9, 5e-6, "test-gpu"};
+  });
 }
 
 std::vector<std::pair<std::string, Trace>> traces()
 {
   std::vector<std::pair<std::string, Trace>> all;
   all.emplace_back("cnn", generated("cnn", {{"depth", 6}, {"batch", 8}, {"image", 32}, {"channel_scale", 0.25}}));
-  all.emplace_back("resnet", generated("cnn", {{"depth", 3}, {"batch", 4}, {"image", 32}, {"channel_scale", 0.25},
-                                               {"residual", true}}));
+  all.emplace_back("resnet",
+                   generated("cnn",
+                             {{"depth", 3}, {"batch", 4}, {"image", 32}, {"channel_scale", 0.25}, {"residual", true}}));
   all.emplace_back("transformer",
                    generated("transformer", {{"layers", 3}, {"hidden", 128}, {"heads", 4}, {"seq", 64}, {"batch", 2}}));
   const std::filesystem::path data = std::filesystem::path(MEMSIM_SOURCE_DIR) / "traces" / "data";

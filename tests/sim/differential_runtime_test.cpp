@@ -53,8 +53,7 @@ std::string compare(const RunResult& simulated, const runtime::Program& program,
     const std::string message = f.message(e.time_s);
     if (e.kind != f.kind || e.step != f.step || e.tensor != f.tensor || e.bytes_in_use != f.bytes_in_use ||
         e.bytes_requested != f.bytes_requested ||
-        (allocator == AllocatorKind::pool && e.largest_free_block != f.largest_free_block) ||
-        e.message != message)
+        (allocator == AllocatorKind::pool && e.largest_free_block != f.largest_free_block) || e.message != message)
       text += fmt::format("\n  failure: '{}' vs '{}'", e.message, message);
   }
   if (peak != program.peak_bytes)
@@ -125,9 +124,9 @@ Compared compare_random_plans(std::uint64_t first_seed, std::uint64_t last_seed,
         ++counts.features[feature];
       failures_compared += simulated.error ? 1 : 0;
       const std::string text = compare(simulated, program, allocator);
-      EXPECT_TRUE(text.empty()) << (v2 ? "v2 " : "") << "seed " << seed << ", allocator " << to_string(allocator) << " ("
-                                << c.plan.steps.size() << " steps; " << c.notes << "): simulator vs memsim-cuda:"
-                                << text;
+      EXPECT_TRUE(text.empty()) << (v2 ? "v2 " : "") << "seed " << seed << ", allocator " << to_string(allocator)
+                                << " (" << c.plan.steps.size() << " steps; " << c.notes
+                                << "): simulator vs memsim-cuda:" << text;
     }
   }
   return counts;
@@ -136,8 +135,7 @@ Compared compare_random_plans(std::uint64_t first_seed, std::uint64_t last_seed,
 TEST(DifferentialRuntime, ProgramBuilderAgreesWithTheSimulatorWhereListOrderIsTimeOrder)
 {
   const Compared v1 = compare_random_plans(1, 1500, false);
-  std::printf("%d plans compared with memsim-cuda's program builder, %d of them infeasible\n", v1.plans,
-              v1.failures);
+  std::printf("%d plans compared with memsim-cuda's program builder, %d of them infeasible\n", v1.plans, v1.failures);
   EXPECT_GT(v1.plans, 300);
   EXPECT_GT(v1.failures, 50);
 }

@@ -50,13 +50,13 @@ inline std::vector<std::string> compare_runs(const RunResult& reference, const R
         x.largest_free_block != y.largest_free_block || !same_time(x.time_s, y.time_s))
       differ(fmt::format("error: '{}' vs '{}'", x.message, y.message));
   }
-  for (auto [name, x, y] : {std::tuple{"peak_device_bytes", a.peak_device_bytes, b.peak_device_bytes},
-                            std::tuple{"peak_host_bytes", a.peak_host_bytes, b.peak_host_bytes},
-                            std::tuple{"h2d_bytes", a.h2d_bytes, b.h2d_bytes},
-                            std::tuple{"d2h_bytes", a.d2h_bytes, b.d2h_bytes},
-                            std::tuple{"p2p_bytes", a.p2p_bytes, b.p2p_bytes},
-                            std::tuple{"swapped_bytes", a.swapped_bytes, b.swapped_bytes},
-                            std::tuple{"recomputed_bytes", a.recomputed_bytes, b.recomputed_bytes}})
+  for (auto [name, x, y] :
+       {std::tuple{"peak_device_bytes", a.peak_device_bytes, b.peak_device_bytes},
+        std::tuple{"peak_host_bytes", a.peak_host_bytes, b.peak_host_bytes},
+        std::tuple{"h2d_bytes", a.h2d_bytes, b.h2d_bytes}, std::tuple{"d2h_bytes", a.d2h_bytes, b.d2h_bytes},
+        std::tuple{"p2p_bytes", a.p2p_bytes, b.p2p_bytes},
+        std::tuple{"swapped_bytes", a.swapped_bytes, b.swapped_bytes},
+        std::tuple{"recomputed_bytes", a.recomputed_bytes, b.recomputed_bytes}})
     if (x != y)
       differ(fmt::format("{} {} vs {}", name, x, y));
   for (auto [name, x, y] : {std::tuple{"pcie_h2d_utilization", a.pcie_h2d_utilization, b.pcie_h2d_utilization},

@@ -47,7 +47,7 @@ TEST(MemoryCursor, DoubleAllocationAndFreeOfAbsentTensorAreBugs)
   const Trace trace = test::make_chain(3, kA);
   MemoryCursor memory(trace, {});
   memory.run(0);
-  EXPECT_THROW(memory.run(0), std::logic_error); // a0 is still on the device
+  EXPECT_THROW(memory.run(0), std::logic_error);  // a0 is still on the device
   EXPECT_THROW(memory.free(4), std::logic_error); // a1 was never produced
   memory.free(2);
   EXPECT_FALSE(memory.on_device(2));

@@ -253,7 +253,8 @@ TEST_P(MemoryPolicyOnEngine, ReplayingTheRealizedPlanWithoutAPolicyGivesTheSameR
 {
   const Trace trace = lru_trace();
   const Machine machine = one_gpu_machine();
-  const RunResult live = run(GetParam(), trace, machine, all_ops_in_order(trace, 5 * kMB, PolicyChoice{"lru-swap", {}}));
+  const RunResult live =
+      run(GetParam(), trace, machine, all_ops_in_order(trace, 5 * kMB, PolicyChoice{"lru-swap", {}}));
   ASSERT_TRUE(live.realized_plan);
   const Plan& realized = *live.realized_plan;
   EXPECT_FALSE(realized.policy);

@@ -5,8 +5,8 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/planner.hpp"
-#include "memsim/traces/generators.hpp"
 #include "memsim/sim/trace_analysis.hpp"
+#include "memsim/traces/generators.hpp"
 #include "memsim/traces/views.hpp"
 
 #include <gtest/gtest.h>

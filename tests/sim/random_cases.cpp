@@ -22,20 +22,18 @@ T pick(std::mt19937_64& rng, std::initializer_list<T> values)
   return *(values.begin() + static_cast<std::ptrdiff_t>(index(rng)));
 }
 
-bool chance(std::mt19937_64& rng, double p)
-{
-  return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
-}
+bool chance(std::mt19937_64& rng, double p) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p; }
 
-int uniform(std::mt19937_64& rng, int low, int high)
-{
-  return std::uniform_int_distribution<int>(low, high)(rng);
-}
+int uniform(std::mt19937_64& rng, int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); }
 
 Link random_link(std::mt19937_64& rng, std::string name, std::string a, std::string b)
 {
-  return Link{std::move(name), std::move(a), std::move(b), pick(rng, {1e9, 2e9, 4e9, 8e9, 16e9}),
-              pick(rng, {0.0, 0.0, 1e-6, 2e-6, 5e-6}), chance(rng, 0.5) ? Duplex::split : Duplex::shared};
+  return Link{std::move(name),
+              std::move(a),
+              std::move(b),
+              pick(rng, {1e9, 2e9, 4e9, 8e9, 16e9}),
+              pick(rng, {0.0, 0.0, 1e-6, 2e-6, 5e-6}),
+              chance(rng, 0.5) ? Duplex::split : Duplex::shared};
 }
 
 } // namespace
@@ -46,7 +44,8 @@ Trace random_trace(std::mt19937_64& rng)
   trace.name = "random";
   trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
   auto tensor = [&](std::string name, std::uint64_t bytes, TensorKind kind) {
-    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}, {}, {}});
+    trace.tensors.push_back(
+        Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}, {}, {}});
     return trace.tensors.back().id;
   };
   auto op = [&](std::string name, Phase phase, int layer, std::vector<TensorId> in, std::vector<TensorId> out) {
@@ -67,7 +66,8 @@ Trace random_trace(std::mt19937_64& rng)
   std::vector<TensorId> acts{tensor("x", activation_bytes(), TensorKind::input)};
   std::vector<TensorId> weights;
   for (int l = 0; l < layers; ++l) {
-    const TensorId w = tensor(fmt::format("w{}", l), pick<std::uint64_t>(rng, {kMB / 4, kMB / 2, kMB}), TensorKind::weight);
+    const TensorId w =
+        tensor(fmt::format("w{}", l), pick<std::uint64_t>(rng, {kMB / 4, kMB / 2, kMB}), TensorKind::weight);
     const TensorId a = tensor(fmt::format("a{}", l), activation_bytes(), TensorKind::activation);
     op(fmt::format("f{}", l), Phase::forward, l, {acts.back(), w}, {a});
     acts.push_back(a);
@@ -94,7 +94,8 @@ Trace random_trace(std::mt19937_64& rng)
   if (chance(rng, 0.5))
     for (int l = 0; l < layers; ++l) {
       const auto layer = static_cast<std::size_t>(l);
-      const TensorId state = tensor(fmt::format("s{}", l), trace.tensor(weights[layer]).bytes, TensorKind::optimizer_state);
+      const TensorId state =
+          tensor(fmt::format("s{}", l), trace.tensor(weights[layer]).bytes, TensorKind::optimizer_state);
       const TensorId done = tensor(fmt::format("u{}", l), kMB / 4, TensorKind::other);
       op(fmt::format("update{}", l), Phase::update, l, {weights[layer], weight_grads[layer], state}, {done});
     }
@@ -222,10 +223,7 @@ private:
     return device_of_layer_[static_cast<std::size_t>(instance)][static_cast<std::size_t>(op.layer)];
   }
   std::string stream(const char* name) const { return shape_.single_stream ? "compute" : name; }
-  std::string compute_stream()
-  {
-    return second_stream_ && chance(rng_, 0.3) ? "compute2" : "compute";
-  }
+  std::string compute_stream() { return second_stream_ && chance(rng_, 0.3) ? "compute2" : "compute"; }
   std::uint64_t bytes(TensorId id) const { return trace_.tensor(id).bytes; }
 
   void allocate(int d, std::uint64_t b)
@@ -568,8 +566,9 @@ private:
   std::map<TensorId, OpId> last_reader_;
   std::map<TensorId, OpId> producer_;
   std::vector<std::vector<int>> device_of_layer_;
-  std::map<Key, StepId> resident_;                                   // -> the step that made it resident (-1: t=0)
-  std::map<std::pair<int, TensorId>, std::pair<StepId, int>> host_copy_; // -> (step after which it is on the host, device)
+  std::map<Key, StepId> resident_; // -> the step that made it resident (-1: t=0)
+  std::map<std::pair<int, TensorId>, std::pair<StepId, int>>
+      host_copy_; // -> (step after which it is on the host, device)
   std::vector<std::uint64_t> in_use_;
   std::uint64_t peak_ = 0;
 };

@@ -18,10 +18,7 @@ using test::simulate_in_child;
 
 constexpr std::uint64_t kMB = 1000000;
 
-Gpu test_gpu(const std::string& name)
-{
-  return Gpu{name, "test-gpu", 16ull << 30, {{"fp32", 10e12}}, 900e9, 0.0};
-}
+Gpu test_gpu(const std::string& name) { return Gpu{name, "test-gpu", 16ull << 30, {{"fp32", 10e12}}, 900e9, 0.0}; }
 
 // gpu0, gpu1 -> sw0 -> host, as in DESIGN.md's appendix: the 1 GB/s uplink is the bottleneck.
 Machine switched_machine(double uplink = 1e9, double gpu_link_latency = 0, double uplink_latency = 0)
@@ -55,7 +52,8 @@ Trace two_op_trace(std::uint64_t workspace = 0)
   Trace trace;
   trace.name = "two-ops";
   trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
-  trace.tensors = {Tensor{0, "x", kMB, TensorKind::input, {}, {}, {}}, Tensor{1, "w", 1000, TensorKind::weight, {}, {}, {}},
+  trace.tensors = {Tensor{0, "x", kMB, TensorKind::input, {}, {}, {}},
+                   Tensor{1, "w", 1000, TensorKind::weight, {}, {}, {}},
                    Tensor{2, "a0", kMB, TensorKind::activation, {}, {}, {}},
                    Tensor{3, "a1", kMB, TensorKind::activation, {}, {}, {}}};
   Op f0;
@@ -225,11 +223,11 @@ TEST(Simulator, StallIsComputeIdleTimeWaitingForData)
   const Machine machine = direct_machine(Duplex::split);
   Plan plan = plan_for(trace, machine);
   PlanBuilder build(plan);
-  const StepId f0 = build.compute(0);                  // 0 - 1 ms
-  const StepId offload = build.offload(2, {f0});       // 1 - 2 ms
+  const StepId f0 = build.compute(0);                   // 0 - 1 ms
+  const StepId offload = build.offload(2, {f0});        // 1 - 2 ms
   const StepId freed = build.free(2, {offload}, "d2h"); // 2 ms
-  const StepId prefetch = build.prefetch(2, {freed});  // 2 - 3 ms
-  const StepId f1 = build.compute(1, {prefetch});      // 3 - 4 ms
+  const StepId prefetch = build.prefetch(2, {freed});   // 2 - 3 ms
+  const StepId f1 = build.compute(1, {prefetch});       // 3 - 4 ms
   const RunResult result = simulate_in_child(trace, machine, plan);
   ASSERT_TRUE(result.metrics.feasible) << result.error->message;
   EXPECT_NEAR(record_of(result, f1).start_s, 0.003, 1e-12);
@@ -254,7 +252,7 @@ TEST(Simulator, PeakCountsResidentTensorsOutputsAndWorkspace)
   // During f1: x + w + a0 + a1 + workspace.
   EXPECT_EQ(result.metrics.peak_device_bytes, 3 * kMB + 1000 + 500000);
   ASSERT_FALSE(result.memory.empty());
-  EXPECT_EQ(result.memory.front().bytes, kMB + 1000); // x and w from the start
+  EXPECT_EQ(result.memory.front().bytes, kMB + 1000);    // x and w from the start
   EXPECT_EQ(result.memory.back().bytes, 2 * kMB + 1000); // a0 freed at the end
   EXPECT_NEAR(result.metrics.iteration_time_s, 0.002, 1e-12);
   EXPECT_DOUBLE_EQ(result.metrics.stall_time_s, 0.0);
@@ -429,8 +427,8 @@ TEST(Simulator, MetricsJsonHasTheAppendixKeys)
   PlanBuilder build(plan);
   build.compute(1, {build.compute(0)});
   const nlohmann::json metrics = metrics_to_json(simulate_in_child(trace, machine, plan));
-  for (const char* key : {"feasible", "error", "iteration_time_s", "compute_busy_s", "stall_time_s",
-                          "recompute_time_s", "peak_device_bytes", "h2d_bytes", "d2h_bytes", "p2p_bytes"})
+  for (const char* key : {"feasible", "error", "iteration_time_s", "compute_busy_s", "stall_time_s", "recompute_time_s",
+                          "peak_device_bytes", "h2d_bytes", "d2h_bytes", "p2p_bytes"})
     EXPECT_TRUE(metrics.contains(key)) << key;
   EXPECT_EQ(metrics["feasible"], false);
   for (const char* key : {"step", "tensor", "time_s", "bytes_in_use", "bytes_requested", "message"})

@@ -61,9 +61,9 @@ TEST(TraceAnalysis, DefaultProfileByHand)
   EXPECT_EQ(profile.resident_bytes, kA + 3000);
   EXPECT_EQ(profile.peak_bytes, 5 * kA + 4000);
   EXPECT_EQ(profile.peak_op, 4);
-  EXPECT_EQ(profile.in_use_during, (std::vector<std::uint64_t>{2 * kA + 3000, 3 * kA + 3000, 4 * kA + 3000,
-                                                               5 * kA + 3000, 5 * kA + 4000, 4 * kA + 5000,
-                                                               2 * kA + 6000}));
+  EXPECT_EQ(profile.in_use_during,
+            (std::vector<std::uint64_t>{2 * kA + 3000, 3 * kA + 3000, 4 * kA + 3000, 5 * kA + 3000, 5 * kA + 4000,
+                                        4 * kA + 5000, 2 * kA + 6000}));
 }
 
 TEST(TraceAnalysis, WorkspaceCountsWhileTheOpRuns)

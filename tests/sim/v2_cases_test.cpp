@@ -61,7 +61,8 @@ Runs run_both(const std::string& trace_text, const Machine& machine, const std::
 std::string trace_doc(const std::string& tensors, const std::string& ops)
 {
   return R"({"format": "memsim-trace", "version": 1, "name": "t", "source": {"device": "test-gpu"},
-             "tensors": [)" + tensors + R"(], "ops": [)" + ops + "]}";
+             "tensors": [)" +
+         tensors + R"(], "ops": [)" + ops + "]}";
 }
 
 std::string plan_doc(const std::string& extra, const std::string& steps)
@@ -134,8 +135,8 @@ TEST(V2Cases, AWeightPlacedOnTheHostIsPrefetchedBeforeTheGpuReadsIt)
          {"id": 2, "name": "a", "bytes": 1000000, "kind": "activation"})",
       R"({"id": 0, "name": "f", "phase": "forward", "inputs": [0, 1], "outputs": [2], "time_s": 0.001})");
   const std::string placement = R"("initial_placement": [{"kind": "weight", "where": "host"}],)";
-  const Runs runs = run_both(trace, switched(1, 16e9),
-                             plan_doc(placement, R"({"id": 0, "kind": "prefetch", "tensor": 1, "deps": []},
+  const Runs runs =
+      run_both(trace, switched(1, 16e9), plan_doc(placement, R"({"id": 0, "kind": "prefetch", "tensor": 1, "deps": []},
                                                     {"id": 1, "kind": "compute", "op": 0, "deps": [0]})"));
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
@@ -145,8 +146,8 @@ TEST(V2Cases, AWeightPlacedOnTheHostIsPrefetchedBeforeTheGpuReadsIt)
     EXPECT_EQ(result->metrics.peak_device_bytes, 6000000u);
     EXPECT_EQ(result->memory.front().bytes, 1000000u); // only x starts on the GPU
   }
-  const Runs missing = run_both(trace, switched(1, 16e9),
-                                plan_doc(placement, R"({"id": 0, "kind": "compute", "op": 0, "deps": []})"));
+  const Runs missing =
+      run_both(trace, switched(1, 16e9), plan_doc(placement, R"({"id": 0, "kind": "compute", "op": 0, "deps": []})"));
   ASSERT_TRUE(missing.fast.error);
   EXPECT_EQ(missing.fast.error->kind, FailureKind::not_resident);
   EXPECT_EQ(missing.fast.error->tensor, TensorId{1});
@@ -197,8 +198,7 @@ TEST(V2Cases, AHostStepReadingATensorOnlyOnTheGpuFailsAtRunTime)
   EXPECT_THAT(runs.fast.error->message, HasSubstr("step 1 (compute on host/cpu0) reads tensor 0 'w'"));
 }
 
-const std::string kGradTrace = trace_doc(
-    R"({"id": 0, "name": "g", "bytes": 8000000, "kind": "weight"})", R"()");
+const std::string kGradTrace = trace_doc(R"({"id": 0, "name": "g", "bytes": 8000000, "kind": "weight"})", R"()");
 
 std::string allreduce_plan(int gpus)
 {
@@ -236,8 +236,8 @@ TEST(V2Cases, FourMicrobatchesAccumulateIntoOneSharedGradient)
       R"({"id": 0, "name": "b", "phase": "backward", "inputs": [0, 1], "outputs": [2], "time_s": 0.001})");
   std::string steps;
   for (int i = 0; i < 4; ++i)
-    steps += fmt::format(R"({}{{"id": {}, "kind": "compute", "op": 0, "instance": {}, "deps": []}})", i ? "," : "",
-                         i, i);
+    steps +=
+        fmt::format(R"({}{{"id": {}, "kind": "compute", "op": 0, "instance": {}, "deps": []}})", i ? "," : "", i, i);
   const Runs runs =
       run_both(trace, switched(1, 16e9), plan_doc(R"("shared_across_instances": ["weight", "weight_grad"],)", steps));
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
@@ -291,14 +291,14 @@ TEST(V2Cases, ARecvChecksThatItsSendHasDelivered)
                                           "time_s": 0})");
   const std::string send = R"({"id": 0, "kind": "compute", "op": 0, "device": 0, "deps": []},
                               {"id": 1, "kind": "send", "tensor": 1, "device": 0, "peer": 1, "deps": [0]},)";
-  const Runs ordered = run_both(trace, switched(2, 8e9),
-                                plan_doc("", send + R"({"id": 2, "kind": "recv", "tensor": 1, "device": 1,
+  const Runs ordered =
+      run_both(trace, switched(2, 8e9), plan_doc("", send + R"({"id": 2, "kind": "recv", "tensor": 1, "device": 1,
                                                         "peer": 0, "deps": [1]})"));
   ASSERT_FALSE(ordered.fast.error) << ordered.fast.error->message;
   EXPECT_NEAR(ordered.fast.timeline[2].start_s, 0.001, kTolerance); // zero time, when the bytes have arrived
   EXPECT_NEAR(ordered.fast.timeline[2].end_s, 0.001, kTolerance);
-  const Runs racing = run_both(trace, switched(2, 8e9),
-                               plan_doc("", send + R"({"id": 2, "kind": "recv", "tensor": 1, "device": 1,
+  const Runs racing =
+      run_both(trace, switched(2, 8e9), plan_doc("", send + R"({"id": 2, "kind": "recv", "tensor": 1, "device": 1,
                                                        "peer": 0, "deps": [0]})"));
   ASSERT_TRUE(racing.fast.error);
   EXPECT_EQ(racing.fast.error->kind, FailureKind::not_resident);

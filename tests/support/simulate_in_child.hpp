@@ -22,8 +22,8 @@ inline nlohmann::json run_result_to_wire(const RunResult& result)
   const Metrics& m = result.metrics;
   nlohmann::json steps = nlohmann::json::array();
   for (const StepRecord& r : result.timeline)
-    steps.push_back(
-        {r.step, static_cast<int>(r.kind), r.device, r.stream, r.start_s, r.end_s, r.bytes, r.label, r.iteration});
+    steps.push_back({r.step, static_cast<int>(r.kind), r.device, r.stream, r.start_s, r.end_s, r.bytes, r.label,
+                     r.iteration});
   nlohmann::json memory = nlohmann::json::array();
   for (const MemorySample& s : result.memory)
     memory.push_back({s.device, s.time_s, s.bytes});

@@ -18,7 +18,8 @@ inline Trace make_chain(int layers, std::uint64_t activation_bytes, double forwa
   trace.name = fmt::format("chain{}", layers);
   trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
   auto tensor = [&](std::string name, std::uint64_t bytes, TensorKind kind) {
-    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}, {}, {}});
+    trace.tensors.push_back(
+        Tensor{static_cast<TensorId>(trace.tensors.size()), std::move(name), bytes, kind, {}, {}, {}});
     return trace.tensors.back().id;
   };
   auto op = [&](std::string name, std::string op_type, Phase phase, int layer, std::vector<TensorId> in,

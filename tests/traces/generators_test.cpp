@@ -20,12 +20,12 @@ TEST(GeneratorRegistry, BindsParametersToTheSpec)
   EXPECT_EQ(registry.names(), "cnn, preset, transformer");
   const GeneratorInfo& cnn = registry.get("cnn");
   std::string asked_dtype;
-  const Trace trace = cnn.make(registry.complete_params(cnn, {{"depth", 4}, {"batch", 2}, {"image", 16},
-                                                              {"dtype", "fp16"}, {"residual", true}}),
-                               [&](const std::string& dtype) {
-                                 asked_dtype = dtype;
-                                 return kRoofline;
-                               });
+  const Trace trace = cnn.make(
+      registry.complete_params(cnn, {{"depth", 4}, {"batch", 2}, {"image", 16}, {"dtype", "fp16"}, {"residual", true}}),
+      [&](const std::string& dtype) {
+        asked_dtype = dtype;
+        return kRoofline;
+      });
   EXPECT_EQ(asked_dtype, "fp16");
   CnnSpec spec;
   spec.depth = 4;
@@ -35,7 +35,12 @@ TEST(GeneratorRegistry, BindsParametersToTheSpec)
   spec.residual = true;
   EXPECT_EQ(trace_to_json(trace), trace_to_json(generate_cnn(spec, kRoofline)));
   EXPECT_EQ(registry.complete_params(registry.get("transformer"), nlohmann::json::object()),
-            (nlohmann::json{{"layers", 12}, {"hidden", 768}, {"heads", 12}, {"seq", 512}, {"batch", 8}, {"vocab", 0},
+            (nlohmann::json{{"layers", 12},
+                            {"hidden", 768},
+                            {"heads", 12},
+                            {"seq", 512},
+                            {"batch", 8},
+                            {"vocab", 0},
                             {"dtype", "fp32"}}));
 }
 

@@ -1,10 +1,10 @@
 // Importers of other tools' traces, on small hand-written fixtures whose answers are worked out in the comments.
 #include "memsim/common/error.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/compressed_file.hpp"
 #include "memsim/traces/importer_registry.hpp"
 #include "memsim/traces/importers.hpp"
 #include "memsim/traces/summary.hpp"
-#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include "test_files.hpp"
@@ -25,11 +25,12 @@ TEST(ImporterRegistry, BindsParametersAndChecksThem)
   const ImporterRegistry& registry = importer_registry();
   EXPECT_EQ(registry.names(), "checkmate, dtr, pytorch-eg");
   const ImporterInfo& checkmate = registry.get("checkmate");
-  const ImportedTrace by_default = checkmate.make(kData / "small.checkmate.json",
-                                                  registry.complete_params(checkmate, nlohmann::json::object()));
-  EXPECT_EQ(trace_to_json(by_default.trace), trace_to_json(import_checkmate_graph(kData / "small.checkmate.json", 1e-3)));
-  const ImportedTrace doubled = checkmate.make(kData / "small.checkmate.json",
-                                               registry.complete_params(checkmate, {{"seconds_per_cost", 2.0}}));
+  const ImportedTrace by_default =
+      checkmate.make(kData / "small.checkmate.json", registry.complete_params(checkmate, nlohmann::json::object()));
+  EXPECT_EQ(trace_to_json(by_default.trace),
+            trace_to_json(import_checkmate_graph(kData / "small.checkmate.json", 1e-3)));
+  const ImportedTrace doubled =
+      checkmate.make(kData / "small.checkmate.json", registry.complete_params(checkmate, {{"seconds_per_cost", 2.0}}));
   EXPECT_DOUBLE_EQ(doubled.trace.total_time_s(), 14.0);
   EXPECT_THROW((void)checkmate.make(kData / "small.checkmate.json",
                                     registry.complete_params(checkmate, {{"seconds_per_cost", 0}})),
@@ -115,12 +116,15 @@ TEST(DtrImport, BadLogsNameTheLine)
   EXPECT_NE(with("short.log", good.substr(0, cut)).find("short.log:9: log ends before the MEMORY line of 'a'"),
             std::string::npos)
       << with("short.log", good.substr(0, cut));
-  EXPECT_NE(with("unknown.log", "{\"INSTRUCTION\":\"FREE\",\"NAME\":\"x\"}\n").find("unknown.log:1: unknown instruction 'FREE'"),
+  EXPECT_NE(with("unknown.log", "{\"INSTRUCTION\":\"FREE\",\"NAME\":\"x\"}\n")
+                .find("unknown.log:1: unknown instruction 'FREE'"),
             std::string::npos);
-  EXPECT_NE(with("negative.log", "{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"w\"}\n{\"INSTRUCTION\":\"MEMORY\",\"MEMORY\":\"-8\",\"NAME\":\"w\"}\n")
+  EXPECT_NE(with("negative.log", "{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"w\"}\n{\"INSTRUCTION\":\"MEMORY\","
+                                 "\"MEMORY\":\"-8\",\"NAME\":\"w\"}\n")
                 .find("negative.log:2: negative size -8 for tensor 'w'"),
             std::string::npos);
-  EXPECT_NE(with("undefined.log", "{\"ARGS\":[\"nope\"],\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[],\"TIME\":\"1\"}\n")
+  EXPECT_NE(with("undefined.log",
+                 "{\"ARGS\":[\"nope\"],\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\",\"RESULT\":[],\"TIME\":\"1\"}\n")
                 .find("undefined.log:1: unknown tensor 'nope'"),
             std::string::npos);
 }
@@ -159,14 +163,16 @@ TEST(CheckmateImport, RefusesCyclesAndNegativeSizes)
   std::string negative = text;
   negative.replace(negative.find("\"cost_ram\": 4}"), 14, "\"cost_ram\": -4}");
   test::write_file(dir / "negative.json", negative);
-  EXPECT_NE(error_of([&] { import_checkmate_graph(dir / "negative.json", 1e-3); })
-                .find("negative.json: at /nodes/2/cost_ram: negative size -4"),
+  EXPECT_NE(error_of([&] {
+              import_checkmate_graph(dir / "negative.json", 1e-3);
+            }).find("negative.json: at /nodes/2/cost_ram: negative size -4"),
             std::string::npos);
   std::string dangling = text;
   dangling.replace(dangling.find("\"target\": 1}"), 12, "\"target\": 9}");
   test::write_file(dir / "dangling.json", dangling);
-  EXPECT_NE(error_of([&] { import_checkmate_graph(dir / "dangling.json", 1e-3); })
-                .find("dangling.json: at /links/0/target: no node with id 9"),
+  EXPECT_NE(error_of([&] {
+              import_checkmate_graph(dir / "dangling.json", 1e-3);
+            }).find("dangling.json: at /links/0/target: no node with id 9"),
             std::string::npos);
 }
 
@@ -209,8 +215,9 @@ TEST(PytorchEgImport, RefusesOtherSchemas)
 {
   test::ScratchDir dir;
   test::write_file(dir / "eg.json", R"({"schema": "2.0.0", "nodes": []})");
-  EXPECT_NE(error_of([&] { import_pytorch_execution_graph(dir / "eg.json", std::nullopt); })
-                .find("eg.json: at /schema: unsupported execution graph schema '2.0.0'"),
+  EXPECT_NE(error_of([&] {
+              import_pytorch_execution_graph(dir / "eg.json", std::nullopt);
+            }).find("eg.json: at /schema: unsupported execution graph schema '2.0.0'"),
             std::string::npos);
 }
 

@@ -34,10 +34,11 @@ std::uint64_t parameters(const std::string& model, double width = 1, double dept
 // Published counts: torchvision for the CNNs, Hugging Face for BERT (BertModel: 110 M, 335 M) and GPT-2.
 TEST(ModelPresets, ParameterCountsWithinOnePercentOfThePublishedOnes)
 {
-  const std::pair<const char*, double> published[] = {
-      {"vgg16", 138.4e6},     {"vgg19", 143.7e6},    {"resnet50", 25.6e6},  {"resnet101", 44.5e6},
-      {"resnet152", 60.2e6},  {"bert-base", 110e6},  {"bert-large", 335e6}, {"gpt2-small", 124e6},
-      {"gpt2-xl", 1.56e9},    {"inception-v4", 42.7e6}};
+  const std::pair<const char*, double> published[] = {{"vgg16", 138.4e6},    {"vgg19", 143.7e6},
+                                                      {"resnet50", 25.6e6},  {"resnet101", 44.5e6},
+                                                      {"resnet152", 60.2e6}, {"bert-base", 110e6},
+                                                      {"bert-large", 335e6}, {"gpt2-small", 124e6},
+                                                      {"gpt2-xl", 1.56e9},   {"inception-v4", 42.7e6}};
   for (auto [model, count] : published)
     EXPECT_NEAR(static_cast<double>(parameters(model)) / count, 1.0, 0.01) << model << ": " << parameters(model);
 }
@@ -45,15 +46,15 @@ TEST(ModelPresets, ParameterCountsWithinOnePercentOfThePublishedOnes)
 // Exact where the reference implementation's count is known to the unit.
 TEST(ModelPresets, ExactCountsOfTheReferenceImplementations)
 {
-  EXPECT_EQ(parameters("vgg16"), 138357544u);     // torchvision vgg16
-  EXPECT_EQ(parameters("vgg16-bn"), 138365992u);  // + BN scale and shift: 2 x 4224 channels
+  EXPECT_EQ(parameters("vgg16"), 138357544u);    // torchvision vgg16
+  EXPECT_EQ(parameters("vgg16-bn"), 138365992u); // + BN scale and shift: 2 x 4224 channels
   EXPECT_EQ(parameters("vgg19"), 143667240u);
-  EXPECT_EQ(parameters("resnet50"), 25557032u);   // torchvision resnet50
+  EXPECT_EQ(parameters("resnet50"), 25557032u); // torchvision resnet50
   EXPECT_EQ(parameters("resnet101"), 44549160u);
   EXPECT_EQ(parameters("resnet152"), 60192808u);
   EXPECT_EQ(parameters("gpt2-small"), 124439808u); // GPT2LMHeadModel, LM head tied to wte
   EXPECT_EQ(parameters("gpt2-xl"), 1557611200u);
-  EXPECT_EQ(parameters("bert-base"), 110106428u);  // BertForPreTraining: BertModel 109482240 + heads 624188
+  EXPECT_EQ(parameters("bert-base"), 110106428u); // BertForPreTraining: BertModel 109482240 + heads 624188
 }
 
 // A GPT-2 block: 2 LayerNorms (2d each), q, k, v, o (d x d + d each), fc1 (d x f + f), fc2 (f x d + d).

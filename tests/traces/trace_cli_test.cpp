@@ -39,8 +39,9 @@ TEST(TraceCli, ImportCheckmateAndPytorchEg)
   ASSERT_EQ(checkmate.exit_code, 0) << checkmate.output;
   EXPECT_NE(checkmate.output.find("total_time_s 3.500000, default_peak_bytes 304"), std::string::npos)
       << checkmate.output;
-  auto eg = test::run_command(memsim("import pytorch-eg " + (kData / "linear.eg.json").string() + " --profile " +
-                                     (kData / "linear.profile.json").string() + " -o " + (dir / "e.trace.json").string()));
+  auto eg =
+      test::run_command(memsim("import pytorch-eg " + (kData / "linear.eg.json").string() + " --profile " +
+                               (kData / "linear.profile.json").string() + " -o " + (dir / "e.trace.json").string()));
   ASSERT_EQ(eg.exit_code, 0) << eg.output;
   auto info = test::run_command(memsim("trace info --json " + (dir / "e.trace.json").string()), true);
   const auto json = nlohmann::json::parse(info.output);
@@ -57,7 +58,8 @@ TEST(TraceCli, GenListsThePresetsAndWritesOne)
   test::ScratchDir dir;
   const auto trace = dir / "resnet50.trace.json";
   const auto gen = test::run_command(memsim("gen preset --model resnet50 --batch 4 --depth 0.5 --machine "
-                                            "v100-32gb-pcie3 --out " + trace.string()));
+                                            "v100-32gb-pcie3 --out " +
+                                            trace.string()));
   ASSERT_EQ(gen.exit_code, 0) << gen.output;
   const auto info = test::run_command(memsim("trace info --json " + trace.string()), true);
   ASSERT_EQ(info.exit_code, 0) << info.output;
@@ -65,8 +67,9 @@ TEST(TraceCli, GenListsThePresetsAndWritesOne)
   EXPECT_EQ(json["chain_view"], true) << info.output;
   // Depth 0.5: 2-2-3-2 bottleneck blocks (1.5 rounds to 2), plus the stem and the head.
   EXPECT_EQ(json["chain_layers"], 11) << info.output;
-  EXPECT_EQ(test::run_command(memsim("gen preset --model resnet51 --machine v100-32gb-pcie3 --out " +
-                                     trace.string())).exit_code, 2);
+  EXPECT_EQ(test::run_command(memsim("gen preset --model resnet51 --machine v100-32gb-pcie3 --out " + trace.string()))
+                .exit_code,
+            2);
   EXPECT_EQ(test::run_command(memsim("gen")).exit_code, 2);
 }
 
@@ -74,8 +77,8 @@ TEST(TraceCli, PlotWritesAPng)
 {
   test::ScratchDir dir;
   const auto out = dir / "memory.png";
-  auto plot = test::run_command(memsim("trace plot " + (kData / "small.checkmate.json").string() + " --out " +
-                                       out.string()));
+  auto plot =
+      test::run_command(memsim("trace plot " + (kData / "small.checkmate.json").string() + " --out " + out.string()));
   // A Checkmate graph is not a trace: plot reads traces only, and says where.
   EXPECT_EQ(plot.exit_code, 2) << plot.output;
   auto imported = test::run_command(memsim("import dtr " + (kData / "small.dtr.log").string() + " -o " +

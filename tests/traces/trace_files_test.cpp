@@ -1,9 +1,9 @@
 // Trace files (gzip), `trace info`'s summary, the shipped recordings, and the roofline rescale of recorded ops.
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/cost_model.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/compressed_file.hpp"
 #include "memsim/traces/summary.hpp"
-#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include "test_files.hpp"

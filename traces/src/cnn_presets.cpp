@@ -232,14 +232,16 @@ public:
     x = unit(p + ".c1", x, valid(c(32), 3, 2));
     x = unit(p + ".c2", x, valid(c(32), 3));
     x = unit(p + ".c3", x, same(c(64), 3, 3));
-    x = net_.concat(p + ".cat1", {net_.pool(p + ".p1", "maxpool2d", x, 3, 2, 0), unit(p + ".c4", x, valid(c(96), 3, 2))});
+    x = net_.concat(p + ".cat1",
+                    {net_.pool(p + ".p1", "maxpool2d", x, 3, 2, 0), unit(p + ".c4", x, valid(c(96), 3, 2))});
     Map left = unit(p + ".c5b", unit(p + ".c5a", x, same(c(64), 1, 1)), valid(c(96), 3));
     Map right = unit(p + ".c6a", x, same(c(64), 1, 1));
     right = unit(p + ".c6b", right, same(c(64), 7, 1));
     right = unit(p + ".c6c", right, same(c(64), 1, 7));
     right = unit(p + ".c6d", right, valid(c(96), 3));
     x = net_.concat(p + ".cat2", {left, right});
-    x = net_.concat(p + ".cat3", {unit(p + ".c7", x, valid(c(192), 3, 2)), net_.pool(p + ".p2", "maxpool2d", x, 3, 2, 0)});
+    x = net_.concat(p + ".cat3",
+                    {unit(p + ".c7", x, valid(c(192), 3, 2)), net_.pool(p + ".p2", "maxpool2d", x, 3, 2, 0)});
     return next(x);
   }
   Map block_a(const Map& x)
@@ -291,10 +293,9 @@ public:
     Map two = unit(p + ".b2", x, same(c(384), 1, 1));
     Map three = unit(p + ".b3a", x, same(c(384), 1, 1));
     three = unit(p + ".b3c", unit(p + ".b3b", three, same(c(448), 3, 1)), same(c(512), 1, 3));
-    return next(net_.concat(p + ".cat", {pool, one, unit(p + ".b2x", two, same(c(256), 1, 3)),
-                                         unit(p + ".b2y", two, same(c(256), 3, 1)),
-                                         unit(p + ".b3x", three, same(c(256), 1, 3)),
-                                         unit(p + ".b3y", three, same(c(256), 3, 1))}));
+    return next(net_.concat(
+        p + ".cat", {pool, one, unit(p + ".b2x", two, same(c(256), 1, 3)), unit(p + ".b2y", two, same(c(256), 3, 1)),
+                     unit(p + ".b3x", three, same(c(256), 1, 3)), unit(p + ".b3y", three, same(c(256), 3, 1))}));
   }
 
 private:

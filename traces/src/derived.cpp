@@ -25,7 +25,7 @@ std::optional<std::string> shape_problem(const Tensor& tensor, std::uint64_t ele
 
 std::optional<std::string> derived_op_problem(const Op& op, std::int64_t op_count)
 {
-  const std::optional<OpId> source = op.split_of ? std::optional<OpId>(op.split_of->op)
+  const std::optional<OpId> source = op.split_of     ? std::optional<OpId>(op.split_of->op)
                                      : op.fused_from ? std::optional<OpId>(op.fused_from->op)
                                                      : std::nullopt;
   if (!source)

@@ -39,16 +39,16 @@ GeneratorInfo cnn_generator()
 
 GeneratorInfo transformer_generator()
 {
-  return generator<TransformerSpec>(
-      "transformer", "Transformer encoder/decoder stack",
-      {param("layers", &TransformerSpec::layers, "transformer layers", positive()),
-       param("hidden", &TransformerSpec::hidden, "hidden size", positive()),
-       param("heads", &TransformerSpec::heads, "attention heads", positive()),
-       param("seq", &TransformerSpec::seq, "sequence length", positive()),
-       param("batch", &TransformerSpec::batch, "batch size", positive()),
-       param("vocab", &TransformerSpec::vocab, "vocabulary (0: no embedding or LM head)", {.min = 0}),
-       param("dtype", &TransformerSpec::dtype, "element type", dtypes())},
-      generate_transformer);
+  return generator<TransformerSpec>("transformer", "Transformer encoder/decoder stack",
+                                    {param("layers", &TransformerSpec::layers, "transformer layers", positive()),
+                                     param("hidden", &TransformerSpec::hidden, "hidden size", positive()),
+                                     param("heads", &TransformerSpec::heads, "attention heads", positive()),
+                                     param("seq", &TransformerSpec::seq, "sequence length", positive()),
+                                     param("batch", &TransformerSpec::batch, "batch size", positive()),
+                                     param("vocab", &TransformerSpec::vocab, "vocabulary (0: no embedding or LM head)",
+                                           {.min = 0}),
+                                     param("dtype", &TransformerSpec::dtype, "element type", dtypes())},
+                                    generate_transformer);
 }
 
 GeneratorInfo preset_generator()

@@ -125,17 +125,19 @@ Trace generate_transformer(const TransformerSpec& spec, const Roofline& roofline
   }
   for (int l = 0; l < spec.layers; ++l, ++layer) {
     const std::string p = fmt::format("l{}", layer);
-    auto weight = [&](const std::string& name, Shape shape) { return builder.weight(p + "." + name, std::move(shape), layer); };
+    auto weight = [&](const std::string& name, Shape shape) {
+      return builder.weight(p + "." + name, std::move(shape), layer);
+    };
     TensorId ln1 = builder.forward(p + ".ln1", "layernorm", layer, {x, weight("ln1.w", {2, h})}, {b, s, h},
                                    8 * tokens * hd, token_split);
     TensorId qkv = builder.forward(p + ".qkv", "matmul", layer, {ln1, weight("qkv.w", {h, 3 * h})}, {b, s, 3 * h},
                                    2 * tokens * hd * 3 * hd, token_split);
-    TensorId scores = builder.forward(p + ".scores", "bmm", layer, {qkv}, {b, a, s, s}, 2 * tokens * sd * hd,
-                                      attention_split);
+    TensorId scores =
+        builder.forward(p + ".scores", "bmm", layer, {qkv}, {b, a, s, s}, 2 * tokens * sd * hd, attention_split);
     TensorId probs = builder.forward(p + ".softmax", "softmax", layer, {scores}, {b, a, s, s},
                                      5 * tokens * sd * static_cast<double>(a), attention_split);
-    TensorId context = builder.forward(p + ".context", "bmm", layer, {probs, qkv}, {b, s, h}, 2 * tokens * sd * hd,
-                                       attention_split);
+    TensorId context =
+        builder.forward(p + ".context", "bmm", layer, {probs, qkv}, {b, s, h}, 2 * tokens * sd * hd, attention_split);
     TensorId proj = builder.forward(p + ".proj", "matmul", layer, {context, weight("proj.w", {h, h})}, {b, s, h},
                                     2 * tokens * hd * hd, token_split);
     TensorId res1 = builder.forward(p + ".add1", "add", layer, {x, proj}, {b, s, h}, tokens * hd, token_split);

@@ -27,8 +27,8 @@ ImportedTrace import_dtr(const std::filesystem::path& file, const NoOptions&)
   ImportedTrace imported{import_dtr_log(file, &stats), ""};
   imported.report = fmt::format("  DTR log: {} CALL, {} MUTATE, {} RELEASE; compute {:.6f} s; constants {} bytes ({} "
                                 "appear after the first op)\n",
-                                stats.calls, stats.mutates, stats.releases, stats.total_compute_s,
-                                stats.constant_bytes, stats.constants_after_first_call);
+                                stats.calls, stats.mutates, stats.releases, stats.total_compute_s, stats.constant_bytes,
+                                stats.constants_after_first_call);
   return imported;
 }
 
@@ -63,8 +63,9 @@ ImporterRegistry& importer_registry()
   static ImporterRegistry registry = [] {
     ImporterRegistry importers("importer");
     register_or_abort(importers,
-                      importer<NoOptions>("dtr", "DTR prototype log (JSON lines; simrd's accounting: storages, eager "
-                                                 "release)",
+                      importer<NoOptions>("dtr",
+                                          "DTR prototype log (JSON lines; simrd's accounting: storages, eager "
+                                          "release)",
                                           {}, import_dtr));
     register_or_abort(importers,
                       importer<CheckmateOptions>(

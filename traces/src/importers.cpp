@@ -204,9 +204,8 @@ private:
                        fmt::format("log ends before the {} line of '{}' (truncated log?)", expected, name));
     const DtrRecord& record = records[index];
     if (log_.instruction(record) != expected || log_.string_field(record, "NAME") != name)
-      throw InputError(log_.where(record.line),
-                       fmt::format("expected {} of '{}' after line {}, found {}", expected, name, owner.line,
-                                   record.value.dump()));
+      throw InputError(log_.where(record.line), fmt::format("expected {} of '{}' after line {}, found {}", expected,
+                                                            name, owner.line, record.value.dump()));
     return record;
   }
 
@@ -385,10 +384,7 @@ std::string graph_tag(const json_io::Node& root, const char* tag, const char* fa
 
 } // namespace
 
-Trace import_dtr_log(const std::filesystem::path& path, DtrImportStats* stats)
-{
-  return DtrImporter(path).run(stats);
-}
+Trace import_dtr_log(const std::filesystem::path& path, DtrImportStats* stats) { return DtrImporter(path).run(stats); }
 
 Trace import_checkmate_graph(const std::filesystem::path& path, double seconds_per_cost_unit)
 {
@@ -463,9 +459,10 @@ Trace import_checkmate_graph(const std::filesystem::path& path, double seconds_p
     std::size_t stuck = 0;
     while (pending[stuck] == 0)
       ++stuck;
-    throw InputError(fmt::format("{}: at /nodes/{}", file, stuck),
-                     fmt::format("the graph has a cycle: node '{}' is on or after one ({} of {} nodes cannot be ordered)",
-                                 names[stuck], count - order.size(), count));
+    throw InputError(
+        fmt::format("{}: at /nodes/{}", file, stuck),
+        fmt::format("the graph has a cycle: node '{}' is on or after one ({} of {} nodes cannot be ordered)",
+                    names[stuck], count - order.size(), count));
   }
   Trace trace;
   trace.name = path.filename().string();
@@ -568,8 +565,8 @@ void collect_tensors(const json& values, const json& types, const std::string& w
   if (!values.is_array())
     return;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    const std::string type = types.is_array() && i < types.size() && types[i].is_string() ? types[i].get<std::string>()
-                                                                                          : "";
+    const std::string type =
+        types.is_array() && i < types.size() && types[i].is_string() ? types[i].get<std::string>() : "";
     const std::string at = fmt::format("{}/{}", where, i);
     if (type.starts_with("Tensor")) {
       if (auto ref = eg_tensor(values[i], at))
@@ -591,8 +588,8 @@ struct ProfileEvent {
 
 struct Profile {
   std::map<std::int64_t, ProfileEvent> by_record_function;         // Kineto: args["Record function id"]
-  std::map<std::string, std::vector<ProfileEvent>> by_name;         // CPU ops by name, in start order
-  std::map<std::string, std::vector<ProfileEvent>> cpu_ops_by_tid;  // for kernels launched by nested ops
+  std::map<std::string, std::vector<ProfileEvent>> by_name;        // CPU ops by name, in start order
+  std::map<std::string, std::vector<ProfileEvent>> cpu_ops_by_tid; // for kernels launched by nested ops
   std::unordered_map<std::int64_t, double> kernel_us_by_external_id;
 };
 

@@ -19,8 +19,8 @@ ModelPreset vgg(std::string name, std::vector<int> convs, bool batchnorm)
   int layers = 3;
   for (int n : preset.blocks)
     layers += n;
-  preset.description = fmt::format("VGG-{} ({} conv{} + 3 fc, 224x224, torchvision)", layers,
-                                   layers - 3, batchnorm ? "-BN-ReLU" : "-ReLU");
+  preset.description = fmt::format("VGG-{} ({} conv{} + 3 fc, 224x224, torchvision)", layers, layers - 3,
+                                   batchnorm ? "-BN-ReLU" : "-ReLU");
   return preset;
 }
 
@@ -50,8 +50,8 @@ ModelPreset transformer(std::string name, std::string description, int batch,
 
 ModelPreset gpt2(std::string name, std::string description, int batch, int layers, int hidden, int heads)
 {
-  return transformer(std::move(name), std::move(description), batch, generate_gpt2, {layers}, hidden, heads,
-                     4 * hidden, 50257, 1024, 1024);
+  return transformer(std::move(name), std::move(description), batch, generate_gpt2, {layers}, hidden, heads, 4 * hidden,
+                     50257, 1024, 1024);
 }
 
 std::vector<ModelPreset> make_presets()
@@ -64,8 +64,11 @@ std::vector<ModelPreset> make_presets()
       resnet("resnet50", {3, 4, 6, 3}),
       resnet("resnet101", {3, 4, 23, 3}),
       resnet("resnet152", {3, 8, 36, 3}),
-      ModelPreset{"inception-v4", "Inception-v4 (stem, 4 A, reduction A, 7 B, reduction B, 3 C; 299x299)", 32,
-                  generate_inception_v4, {4, 7, 3}},
+      ModelPreset{"inception-v4",
+                  "Inception-v4 (stem, 4 A, reduction A, 7 B, reduction B, 3 C; 299x299)",
+                  32,
+                  generate_inception_v4,
+                  {4, 7, 3}},
       transformer("transformer-iwslt",
                   "Transformer base encoder-decoder (6+6 layers, d 512, 8 heads, d_ff 2048, shared vocab 32000, "
                   "source 100 / target 99 tokens)",

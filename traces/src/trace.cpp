@@ -130,8 +130,8 @@ Tensor read_tensor(const fast_json::Node& node, std::int64_t index)
   if (node.has("batch_axis")) {
     const std::int64_t axis = node.at("batch_axis").as_int_in(kMinIndex, kMaxIndex);
     if (axis < 0 || (node.has("shape") && axis >= static_cast<std::int64_t>(tensor.shape.size())))
-      node.at("batch_axis").fail(fmt::format("batch_axis {} is not an axis of the shape ({} axes)", axis,
-                                             tensor.shape.size()));
+      node.at("batch_axis")
+          .fail(fmt::format("batch_axis {} is not an axis of the shape ({} axes)", axis, tensor.shape.size()));
     tensor.batch_axis = static_cast<int>(axis);
   }
   return tensor;
@@ -247,7 +247,8 @@ void check_trace(const Trace& trace, Where where)
     total_seconds += op.time_s + op.cpu_time_s.value_or(0.0);
     if (total_seconds > kMaxTotalSeconds)
       throw InputError(where(fmt::format("/ops/{}/time_s", op.id)),
-                       fmt::format("the ops' times (time_s + cpu_time_s) add up to more than {:g} s", kMaxTotalSeconds));
+                       fmt::format("the ops' times (time_s + cpu_time_s) add up to more than {:g} s",
+                                   kMaxTotalSeconds));
   }
   std::vector<std::int64_t> producer(trace.tensors.size(), -1);
   for (const Op& op : trace.ops) {
@@ -364,14 +365,10 @@ nlohmann::json tensor_to_json(const Tensor& tensor)
 
 nlohmann::json op_to_json(const Op& op)
 {
-  nlohmann::json entry = {{"id", op.id},
-                          {"name", op.name},
-                          {"type", op.type},
-                          {"phase", to_string(op.phase)},
-                          {"layer", op.layer},
-                          {"inputs", op.inputs},
-                          {"outputs", op.outputs},
-                          {"workspace_bytes", op.workspace_bytes},
+  nlohmann::json entry = {{"id", op.id},           {"name", op.name},
+                          {"type", op.type},       {"phase", to_string(op.phase)},
+                          {"layer", op.layer},     {"inputs", op.inputs},
+                          {"outputs", op.outputs}, {"workspace_bytes", op.workspace_bytes},
                           {"time_s", op.time_s}};
   if (op.flops)
     entry["flops"] = *op.flops;
@@ -427,8 +424,9 @@ nlohmann::json trace_to_json(const Trace& trace)
   json ops = json::array();
   for (const Op& op : trace.ops)
     ops.push_back(op_to_json(op));
-  return json{{"format", "memsim-trace"}, {"version", 1},     {"name", trace.name},
-              {"source", std::move(source)}, {"tensors", std::move(tensors)}, {"ops", std::move(ops)}};
+  return json{
+      {"format", "memsim-trace"},      {"version", 1},         {"name", trace.name}, {"source", std::move(source)},
+      {"tensors", std::move(tensors)}, {"ops", std::move(ops)}};
 }
 
 Trace load_trace(const std::filesystem::path& path)

@@ -112,8 +112,8 @@ void TraceBuilder::backward_and_update()
       inputs.push_back(in);
       if (source.kind == TensorKind::weight) {
         const bool tied = weight_grad_of_.count(in) > 0;
-        TensorId grad = gradient_like(fmt::format("grad{}.{}", tied ? ".part" : "", source.name), in,
-                                      TensorKind::weight_grad);
+        TensorId grad =
+            gradient_like(fmt::format("grad{}.{}", tied ? ".part" : "", source.name), in, TensorKind::weight_grad);
         outputs.push_back(grad);
         weight_partials.emplace_back(in, grad);
         if (!tied)

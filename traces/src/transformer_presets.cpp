@@ -62,10 +62,10 @@ public:
     Seq v = linear(name + ".v", memory, d);
     const double pairs = static_cast<double>(batch_ * query.s * memory.s);
     const Shape scores_shape{batch_, heads_, query.s, memory.s};
-    TensorId scores = b_.forward(name + ".scores", "bmm", layer, {q.id, k.id}, scores_shape, 2 * pairs * double(d),
-                                 kAttentionSplit);
-    TensorId probs = b_.forward(name + ".softmax", "softmax", layer, {scores}, scores_shape,
-                                5 * pairs * double(heads_), kAttentionSplit);
+    TensorId scores =
+        b_.forward(name + ".scores", "bmm", layer, {q.id, k.id}, scores_shape, 2 * pairs * double(d), kAttentionSplit);
+    TensorId probs = b_.forward(name + ".softmax", "softmax", layer, {scores}, scores_shape, 5 * pairs * double(heads_),
+                                kAttentionSplit);
     TensorId context = b_.forward(name + ".context", "bmm", layer, {probs, v.id}, {batch_, query.s, d},
                                   2 * pairs * double(d), kAttentionSplit);
     return linear(name + ".o", Seq{context, query.s, d}, d);
@@ -180,7 +180,8 @@ Trace generate_bert(const PresetSpec& spec, const ModelPreset& preset, const Roo
   // Next-sentence prediction on the pooled first token; masked-LM over every token through the tied word table.
   Seq pooled = net.pointwise(p + ".pooler.tanh", "tanh", net.linear(p + ".pooler", net.first_token(p + ".cls", x), d));
   Seq nsp = net.linear(p + ".nsp", pooled, 2);
-  Seq transform = net.layernorm(p + ".mlm.ln", net.pointwise(p + ".mlm.gelu", "gelu", net.linear(p + ".mlm.dense", x, d)));
+  Seq transform =
+      net.layernorm(p + ".mlm.ln", net.pointwise(p + ".mlm.gelu", "gelu", net.linear(p + ".mlm.dense", x, d)));
   Seq mlm = net.tied_head(p + ".mlm.decoder", transform, words, preset.vocab, true);
   net.loss({mlm, nsp}, s);
   builder.backward_and_update();

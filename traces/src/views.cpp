@@ -150,9 +150,8 @@ ChainView chain_view(const Trace& trace)
         }
       }
     }
-    if (layer.output_tensor >= 0 &&
-        std::find(layer.saved_tensors.begin(), layer.saved_tensors.end(), layer.output_tensor) ==
-            layer.saved_tensors.end()) {
+    if (layer.output_tensor >= 0 && std::find(layer.saved_tensors.begin(), layer.saved_tensors.end(),
+                                              layer.output_tensor) == layer.saved_tensors.end()) {
       layer.saved_tensors.push_back(layer.output_tensor);
       layer.saved_bytes += layer.output_bytes;
     }

@@ -5,9 +5,9 @@
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/hwmodels/roofline.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/generator_registry.hpp"
 #include "memsim/traces/model_presets.hpp"
-#include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
 
 #include <fmt/format.h>
@@ -39,8 +39,8 @@ Roofline roofline_for(const MachineOptions& options, const std::string& dtype)
   const Gpu& gpu = machine.gpus[options.gpu];
   std::optional<Roofline> roofline = roofline_of(gpu, dtype);
   if (!roofline)
-    throw InputError("--dtype", fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name, machine.name,
-                                            dtype));
+    throw InputError("--dtype",
+                     fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name, machine.name, dtype));
   return *roofline;
 }
 

@@ -2,8 +2,8 @@
 #include "commands.hpp"
 #include "param_options.hpp"
 
-#include "memsim/traces/importer_registry.hpp"
 #include "memsim/sim/trace_analysis.hpp"
+#include "memsim/traces/importer_registry.hpp"
 #include "memsim/traces/summary.hpp"
 
 #include <fmt/format.h>

@@ -67,8 +67,9 @@ CapacityResult search(const ScaleStudy& study, const experiments::CapacitySearch
       fmt::print(stderr, "\r\033[K{}: probe {}: {} {} {}", label, count, experiments::to_string(study.axis),
                  probe.value, probe.outcome.feasible ? "fits" : "does not fit");
   };
-  CapacityResult result = experiments::find_largest_feasible(
-      [&](std::int64_t value) { return experiments::probe_study(study, value); }, bounds, observe);
+  CapacityResult result =
+      experiments::find_largest_feasible([&](std::int64_t value) { return experiments::probe_study(study, value); },
+                                         bounds, observe);
   if (progress)
     fmt::print(stderr, "\r\033[K");
   return result;
@@ -171,22 +172,26 @@ void run(const Options& options, Context& context)
 void add_max_scale_command(CLI::App& app, Context& context)
 {
   auto options = std::make_shared<Options>();
-  CLI::App* command = app.add_subcommand(
-      "max-scale", "The largest batch, width or depth of a generated workload that a planner trains in a budget");
-  command->add_option("--workload", options->workload,
-                      "generator and its parameters: KIND or KIND:k=v,k=v (e.g. transformer:layers=24,hidden=1024)")
+  CLI::App* command =
+      app.add_subcommand("max-scale",
+                         "The largest batch, width or depth of a generated workload that a planner trains in a budget");
+  command
+      ->add_option("--workload", options->workload,
+                   "generator and its parameters: KIND or KIND:k=v,k=v (e.g. transformer:layers=24,hidden=1024)")
       ->required();
   command->add_option("--axis", options->axis, "batch, width or depth")->default_val("batch");
-  command->add_option("--axis-param", options->axis_param,
-                      "the generator's parameter the axis sets, integer or a scale (default: batch; depth or layers; width or "
-                      "hidden)");
+  command->add_option(
+      "--axis-param", options->axis_param,
+      "the generator's parameter the axis sets, integer or a scale (default: batch; depth or layers; width or "
+      "hidden)");
   command->add_option("--planner", options->planner, "planner name (see `memsim planners`)")->required();
   command->add_option("--param", options->params, "planner parameter name=value (repeatable)");
   command->add_option("--machine", options->machine, "machine preset name or YAML file")->required();
   command->add_option("--budget", options->budget,
                       "device memory budget: bytes or a size such as 12GiB (default: the GPU's memory)");
-  command->add_option("--min-throughput", options->min_throughput,
-                      "also require samples/s >= this fraction of keep-all's at keep-all's largest batch")
+  command
+      ->add_option("--min-throughput", options->min_throughput,
+                   "also require samples/s >= this fraction of keep-all's at keep-all's largest batch")
       ->check(CLI::Range(0.0, 1e6));
   command->add_option("--start", options->start, "smallest value tried")->default_val(1);
   command->add_option("--limit", options->limit, "largest value tried")->default_val(1 << 16);

@@ -43,7 +43,7 @@ void add_run_command(CLI::App& app, Context& context)
   auto arguments = std::make_shared<RunArguments>();
   CLI::App* command = app.add_subcommand(
       "run", "Run an experiment: sweep workloads x planners x budgets x bandwidths, write results.csv and plots "
-      "(capacity.csv for an experiment with a `search:` block)");
+             "(capacity.csv for an experiment with a `search:` block)");
   command->footer(
       "Each cell runs in its own worker process; results are cached in OUT/cells, so rerunning after an\n"
       "interruption redoes only the missing cells. Writes OUT/results.csv and OUT/<plot>.png.\n"
@@ -55,17 +55,20 @@ void add_run_command(CLI::App& app, Context& context)
   command->add_option("experiment", arguments->experiment_file, "Experiment YAML (format: memsim-experiment)")
       ->required();
   command->add_option("--out", arguments->out_dir, "Output folder (created if missing)")->required();
-  command->add_option("--jobs,-j", arguments->jobs,
-                      "Worker processes at once (default: the experiment's parallelism.jobs, else the core count)")
+  command
+      ->add_option("--jobs,-j", arguments->jobs,
+                   "Worker processes at once (default: the experiment's parallelism.jobs, else the core count)")
       ->check(CLI::Range(1u, 4096u));
   command->add_flag("--no-plots", arguments->no_plots, "Write results.csv only; do not run matplotlib");
-  command->add_option("--engine", arguments->engine,
-                      "Simulation engine for every cell: simgrid (the reference) or fast (in-process, same results); "
-                      "overrides the experiment's `engine:`")
+  command
+      ->add_option("--engine", arguments->engine,
+                   "Simulation engine for every cell: simgrid (the reference) or fast (in-process, same results); "
+                   "overrides the experiment's `engine:`")
       ->check(CLI::IsMember({"simgrid", "fast"}));
-  command->add_option("--allocator", arguments->allocator,
-                      "Memory model for every cell: bytes (count bytes) or pool (memsim-cuda's best-fit arena); "
-                      "overrides the experiment's `allocator:`")
+  command
+      ->add_option("--allocator", arguments->allocator,
+                   "Memory model for every cell: bytes (count bytes) or pool (memsim-cuda's best-fit arena); "
+                   "overrides the experiment's `allocator:`")
       ->check(CLI::IsMember({"bytes", "pool"}));
   command->add_option("--shard", arguments->shard,
                       "Run only shard I of N (1 <= I <= N): the cells whose index is I-1 modulo N; for clusters");
@@ -87,8 +90,8 @@ void add_run_command(CLI::App& app, Context& context)
       try {
         const experiments::CapacitySummary summary =
             experiments::run_capacity_experiment(experiment, arguments->out_dir, options);
-        fmt::print(stderr, "memsim: run: {} searches ({} computed, {} cached) -> {}\n", summary.cells,
-                   summary.computed, summary.cached, summary.capacity_csv.string());
+        fmt::print(stderr, "memsim: run: {} searches ({} computed, {} cached) -> {}\n", summary.cells, summary.computed,
+                   summary.cached, summary.capacity_csv.string());
       } catch (const experiments::RunError& error) {
         fmt::print(stderr, "memsim: run: {}\n", error.what());
         context.exit_code = 3;
@@ -106,8 +109,9 @@ void add_run_command(CLI::App& app, Context& context)
       return;
     }
     if (summary.interrupted) {
-      fmt::print(stderr, "memsim: run: interrupted; results of finished cells are kept in {}/cells: rerun the "
-                         "same command to finish the rest\n",
+      fmt::print(stderr,
+                 "memsim: run: interrupted; results of finished cells are kept in {}/cells: rerun the "
+                 "same command to finish the rest\n",
                  arguments->out_dir);
       context.exit_code = 130;
     } else if (!summary.failures.empty()) {
@@ -125,8 +129,9 @@ void add_run_command(CLI::App& app, Context& context)
 void add_merge_command(CLI::App& app, Context& context)
 {
   auto arguments = std::make_shared<MergeArguments>();
-  CLI::App* command = app.add_subcommand(
-      "merge", "Join the output folders of `memsim run EXP --shard I/N` runs into results.csv and plots");
+  CLI::App* command =
+      app.add_subcommand("merge",
+                         "Join the output folders of `memsim run EXP --shard I/N` runs into results.csv and plots");
   command->footer("The folders must hold shards of one experiment (same file, same cells) and together a result for\n"
                   "every cell; the output is byte-identical to an unsharded `memsim run`.\n"
                   "Exit codes: 0 done, 2 folders of different experiments, missing cells or an unwritable OUT,\n"

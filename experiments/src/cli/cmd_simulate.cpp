@@ -96,8 +96,8 @@ void add_simulate_command(CLI::App& app, Context&)
     bool json = false;
   };
   auto options = std::make_shared<Options>();
-  CLI::App* command = app.add_subcommand(
-      "simulate", "Execute a plan on a modeled machine (SimGrid or the fast engine) and report iteration time, stalls and peak memory");
+  CLI::App* command = app.add_subcommand("simulate", "Execute a plan on a modeled machine (SimGrid or the fast engine) "
+                                                     "and report iteration time, stalls and peak memory");
   command->add_option("--trace", options->trace, "trace file (memsim-trace JSON)")->required();
   command->add_option("--machine", options->machine, "machine preset name or YAML file")->required();
   command->add_option("--plan", options->plan, "plan file (memsim-plan JSON)")->required();
@@ -105,21 +105,22 @@ void add_simulate_command(CLI::App& app, Context&)
                       "write the per-step timeline: Chrome/Perfetto trace-event JSON (one track per device x stream, "
                       "a memory counter per device; open in ui.perfetto.dev) that also holds the memsim-timeline "
                       "records");
-  command->add_option("--engine", options->engine,
-                      "simgrid (the reference) or fast (in-process fluid model with the same semantics and link "
-                      "sharing)")
+  command
+      ->add_option("--engine", options->engine,
+                   "simgrid (the reference) or fast (in-process fluid model with the same semantics and link "
+                   "sharing)")
       ->check(CLI::IsMember({"simgrid", "fast"}))
       ->capture_default_str();
-  command->add_option("--allocator", options->allocator,
-                      "bytes (count bytes) or pool (place every allocation in one arena of the budget with "
-                      "memsim-cuda's best-fit allocator: fragmentation can make a plan fail)")
+  command
+      ->add_option("--allocator", options->allocator,
+                   "bytes (count bytes) or pool (place every allocation in one arena of the budget with "
+                   "memsim-cuda's best-fit allocator: fragmentation can make a plan fail)")
       ->check(CLI::IsMember({"bytes", "pool"}))
       ->capture_default_str();
   command->add_option("--policy", options->policy,
                       "online memory policy (see `memsim policies`), overriding the plan's `policy`; `none` runs "
                       "without one");
-  command->add_option("--policy-param", options->policy_params,
-                      "a parameter of the policy as name=value (repeatable)");
+  command->add_option("--policy-param", options->policy_params, "a parameter of the policy as name=value (repeatable)");
   command->add_option("--realized-plan", options->realized_plan,
                       "write the static plan of what actually ran (the policy's actions as ordinary steps, with deps "
                       "that keep it memory-safe); replaying it without a policy gives the same result");

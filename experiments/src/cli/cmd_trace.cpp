@@ -4,8 +4,8 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/rescale.hpp"
-#include "memsim/traces/summary.hpp"
 #include "memsim/sim/trace_analysis.hpp"
+#include "memsim/traces/summary.hpp"
 #include "memsim/traces/views.hpp"
 
 #include <fmt/format.h>
@@ -75,7 +75,8 @@ void add_trace_command(CLI::App& app, Context& context)
   auto options = std::make_shared<TraceOptions>();
 
   CLI::App* info = trace->add_subcommand(
-      "info", "Ops, tensors by kind, total_time_s, default_peak_bytes (default schedule), activation bytes, chain view");
+      "info",
+      "Ops, tensors by kind, total_time_s, default_peak_bytes (default schedule), activation bytes, chain view");
   info->add_option("TRACE", options->trace, "trace file (.trace.json or .trace.json.gz)")->required();
   info->add_flag("--json", options->json, "one JSON object with the same names");
   info->callback([options] {
@@ -102,8 +103,9 @@ void add_trace_command(CLI::App& app, Context& context)
     const std::filesystem::path script = data_dir() / "traces" / "tools" / "plot_trace_memory.py";
     const std::filesystem::path python = MEMSIM_PYTHON;
     if (!std::filesystem::exists(python) || !std::filesystem::exists(script)) {
-      fmt::print(stderr, "memsim: trace plot: needs {} and {} (python3-matplotlib; set MEMSIM_DATA_DIR); the data is "
-                         "in {}\n",
+      fmt::print(stderr,
+                 "memsim: trace plot: needs {} and {} (python3-matplotlib; set MEMSIM_DATA_DIR); the data is "
+                 "in {}\n",
                  python.string(), script.string(), csv.string());
       context.exit_code = 3;
       return;
@@ -135,8 +137,7 @@ void add_trace_command(CLI::App& app, Context& context)
       ->required();
   rescale->add_option("--gpu", options->gpu,
                       "a machine preset or file whose first GPU runs the rescaled trace (default: the recording GPU)");
-  rescale->add_option("--out", options->out, "trace to write (.trace.json, or .trace.json.gz to compress)")
-      ->required();
+  rescale->add_option("--out", options->out, "trace to write (.trace.json, or .trace.json.gz to compress)")->required();
   rescale->callback([options] {
     if (options->batch <= 0)
       throw InputError("--batch", fmt::format("batch {} must be positive", options->batch));

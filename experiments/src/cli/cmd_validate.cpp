@@ -41,12 +41,13 @@ struct ValidateOptions {
   bool quiet = false;
 };
 
-
 std::string percent(double fraction) { return fmt::format("{:+.2f}%", 100 * fraction); }
 
 void print_summary(const validation::ValidationSummary& s)
 {
-  auto feasible = [](bool ok, const std::string& error) { return ok ? std::string("feasible") : "infeasible: " + error; };
+  auto feasible = [](bool ok, const std::string& error) {
+    return ok ? std::string("feasible") : "infeasible: " + error;
+  };
   fmt::print("simulated        {}\n", feasible(s.simulated_feasible, s.simulated_error));
   fmt::print("measured         {}\n", feasible(s.measured_feasible, s.measured_error));
   fmt::print("iteration time   simulated {}  measured {}  error {}\n", units::format_duration(s.simulated_iteration_s),
@@ -107,8 +108,8 @@ void validate_sweep(const ValidateOptions& options, const Context& context)
   experiments::Experiment experiment = experiments::load_experiment(options.experiment, default_presets_dir());
   if (!options.prepare.empty()) {
     const auto planned = validation::prepare_sweep(experiment, options.prepare);
-    const auto runnable =
-        std::count_if(planned.begin(), planned.end(), [](const validation::PlannedCell& c) { return c.plan.has_value(); });
+    const auto runnable = std::count_if(planned.begin(), planned.end(),
+                                        [](const validation::PlannedCell& c) { return c.plan.has_value(); });
     fmt::print("{} cells, {} planned, {} infeasible for their planner; wrote {}/plans, {}/workloads, {}/cells.txt\n",
                planned.size(), runnable, planned.size() - static_cast<std::size_t>(runnable), options.prepare,
                options.prepare, options.prepare);
@@ -150,8 +151,9 @@ void validate_sweep(const ValidateOptions& options, const Context& context)
 void add_validate_command(CLI::App& app, Context& context)
 {
   auto options = std::make_shared<ValidateOptions>();
-  CLI::App* command = app.add_subcommand(
-      "validate", "Compare the simulation of a plan with the timeline memsim-cuda measured for it on a GPU");
+  CLI::App* command =
+      app.add_subcommand("validate",
+                         "Compare the simulation of a plan with the timeline memsim-cuda measured for it on a GPU");
   command->add_option("--trace", options->trace, "trace file (memsim-trace JSON)");
   command->add_option("--machine", options->machine, "machine preset name or YAML file (the calibrated GPU)");
   command->add_option("--plan", options->plan, "the plan that ran (memsim-plan JSON)");

@@ -24,7 +24,7 @@ private:
   struct Bound {
     ParamSpec spec;
     CLI::Option* option = nullptr;
-    std::string text; // value options
+    std::string text;  // value options
     bool flag = false; // boolean options
   };
   std::deque<Bound> bound_; // stable addresses: CLI11 writes into them

@@ -33,7 +33,10 @@ struct LayerPeaks {
   std::uint64_t backward = 0; // peak above the memory in use before B_l (abar_l, delta_l, a_{l-1} live then)
 };
 
-bool in_layer(const Op& op, Phase phase, const ChainLayer& layer) { return op.phase == phase && op.layer == layer.layer; }
+bool in_layer(const Op& op, Phase phase, const ChainLayer& layer)
+{
+  return op.phase == phase && op.layer == layer.layer;
+}
 
 // Forward: a transient (not saved) dies after its last read inside the layer's forward, or right away.
 std::uint64_t forward_peak(const TraceAnalysis& analysis, const ChainLayer& layer)
@@ -102,7 +105,7 @@ LayerPeaks layer_peaks(const TraceAnalysis& analysis, const ChainLayer& layer)
 
 struct HostLink {
   double bandwidth = std::numeric_limits<double>::infinity(); // slowest hop
-  double latency = 0;                                          // per transfer, summed over hops
+  double latency = 0;                                         // per transfer, summed over hops
 };
 
 HostLink host_link(const Machine& machine)
@@ -269,7 +272,8 @@ Plan emit_plan(const TraceAnalysis& analysis, const TraceChain& chain, const Exp
       tensors = {layer.output_tensor};
     std::sort(tensors.begin(), tensors.end());
     for (TensorId id : tensors)
-      transfers.push_back({id, transfer.offload, action_range[static_cast<std::size_t>(transfer.start_after)].second - 1,
+      transfers.push_back({id, transfer.offload,
+                           action_range[static_cast<std::size_t>(transfer.start_after)].second - 1,
                            action_range[static_cast<std::size_t>(transfer.needed_before)].first});
   }
 
@@ -306,7 +310,8 @@ Plan emit_plan(const TraceAnalysis& analysis, const TraceChain& chain, const Exp
         events[transfer.tensor].push_back({2 * transfer.needed_before - 1, 3, t});
     }
     for (auto& [id, list] : events) {
-      std::stable_sort(list.begin(), list.end(), [](const Event& x, const Event& y) { return x.position < y.position; });
+      std::stable_sort(list.begin(), list.end(),
+                       [](const Event& x, const Event& y) { return x.position < y.position; });
       const bool kept_to_end = analysis.kept_to_end(id);
       // Walk generations.
       bool live = false;
@@ -364,10 +369,12 @@ Plan emit_plan(const TraceAnalysis& analysis, const TraceChain& chain, const Exp
   std::vector<std::vector<std::size_t>> prefetches_after(static_cast<std::size_t>(entry_count));
   std::vector<std::vector<std::size_t>> offload_frees_after(static_cast<std::size_t>(entry_count));
   for (std::size_t t = 0; t < transfers.size(); ++t)
-    (transfers[t].offload ? offloads_after : prefetches_after)[static_cast<std::size_t>(transfers[t].start_after)].push_back(t);
+    (transfers[t].offload ? offloads_after : prefetches_after)[static_cast<std::size_t>(transfers[t].start_after)]
+        .push_back(t);
   for (std::size_t f = 0; f < offload_frees.size(); ++f) {
     const TensorTransfer& transfer = transfers[offload_frees[f].transfer];
-    offload_frees_after[static_cast<std::size_t>(std::max(transfer.start_after, offload_frees[f].last_read))].push_back(f);
+    offload_frees_after[static_cast<std::size_t>(std::max(transfer.start_after, offload_frees[f].last_read))].push_back(
+        f);
   }
   for (int e = 0; e < entry_count; ++e) {
     const Entry& entry = entries[static_cast<std::size_t>(e)];
@@ -452,10 +459,11 @@ Plan plan_chain(ChainAlgorithm algorithm, const Trace& trace, const Machine& mac
         break;
       }
     }
-    throw Infeasible(fmt::format("no plan fits: minimum memory is {}; the budget is {} ({} bytes), of which {} bytes are "
-                                 "weights, gradients and inputs",
-                                 minimum, units::format_bytes(static_cast<double>(request.budget_bytes)),
-                                 request.budget_bytes, chain.fixed_bytes));
+    throw Infeasible(
+        fmt::format("no plan fits: minimum memory is {}; the budget is {} ({} bytes), of which {} bytes are "
+                    "weights, gradients and inputs",
+                    minimum, units::format_bytes(static_cast<double>(request.budget_bytes)), request.budget_bytes,
+                    chain.fixed_bytes));
   }
   // The DP knows a prefetched item only by its size in units and bounds its transfer time from above; the
   // estimate is the same model evaluated with the chosen items' exact transfer times (never above the DP's value).

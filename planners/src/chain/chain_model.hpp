@@ -14,10 +14,10 @@ namespace memsim::chain {
 struct TraceChain {
   ChainView view;
   Problem problem;
-  double unit_bytes = 0;        // one memory unit
+  double unit_bytes = 0;         // one memory unit
   std::uint64_t fixed_bytes = 0; // resident tensors, weight gradients, loss/update outputs
-  double constant_time = 0;     // loss and update ops
-  double bandwidth = 0;         // GPU <-> host bytes/s (slowest hop)
+  double constant_time = 0;      // loss and update ops
+  double bandwidth = 0;          // GPU <-> host bytes/s (slowest hop)
 };
 
 // Throws InputError when the trace has no chain view, Infeasible("no plan fits: minimum memory is X") when the

@@ -20,8 +20,7 @@ Plan plan_opportunist(const Trace& t, const Machine& m, const PlanRequest& r, co
 MEMSIM_REGISTER_PLANNER(autocapper, "autocapper",
                         "chain heuristic: rematerialization plus only the offloads the compute hides", chain_params(),
                         plan_autocapper);
-MEMSIM_REGISTER_PLANNER(opportunist, "opportunist",
-                        "chain heuristic: offload a prefix of layers, rotor on the rest", chain_params(),
-                        plan_opportunist);
+MEMSIM_REGISTER_PLANNER(opportunist, "opportunist", "chain heuristic: offload a prefix of layers, rotor on the rest",
+                        chain_params(), plan_opportunist);
 
 } // namespace memsim::chain

@@ -49,7 +49,9 @@ BlockSchedule solve_combined(const Problem& problem, const RotorTable& rotor, Co
   // G[i][x][K][Delta], flattened.
   auto at = [&](int boundary, int keep_all, int kept, int delta) {
     return ((static_cast<std::size_t>(boundary) * 2 + static_cast<std::size_t>(keep_all)) * levels +
-            static_cast<std::size_t>(kept)) * levels + static_cast<std::size_t>(delta);
+            static_cast<std::size_t>(kept)) *
+               levels +
+           static_cast<std::size_t>(delta);
   };
   std::vector<double> best(static_cast<std::size_t>(length + 1) * 2 * levels * levels, infinite_time);
   std::vector<Choice> choice(best.size());
@@ -58,7 +60,8 @@ BlockSchedule solve_combined(const Problem& problem, const RotorTable& rotor, Co
   const bool hidden_only = options.mode == CombinedMode::hidden_offloads;
   std::vector<double> forward_prefix(static_cast<std::size_t>(length) + 1, 0.0);
   for (int l = 1; l <= length; ++l)
-    forward_prefix[static_cast<std::size_t>(l)] = forward_prefix[static_cast<std::size_t>(l - 1)] + problem.stage(l).forward_time;
+    forward_prefix[static_cast<std::size_t>(l)] =
+        forward_prefix[static_cast<std::size_t>(l - 1)] + problem.stage(l).forward_time;
 
   for (int i = length - 1; i >= 0; --i) {
     for (int keep_all = 0; keep_all <= (i > 0 ? 1 : 0); ++keep_all) {
@@ -89,7 +92,8 @@ BlockSchedule solve_combined(const Problem& problem, const RotorTable& rotor, Co
             const Stage& stage = problem.stage(l);
             const bool forward_fits = kept + item + stage.saved + stage.forward_overhead <= memory;
             const bool backward_fits =
-                kept + delta + item + stage.saved + stage.output + problem.output(i) + stage.backward_overhead <= memory;
+                kept + delta + item + stage.saved + stage.output + problem.output(i) + stage.backward_overhead <=
+                memory;
             if (forward_fits && backward_fits) {
               const double idle_backward = delta > 0 ? std::max(0.0, prefetch_time - stage.backward_time) : 0.0;
               for (int offload = 0; offload <= (can_offload ? 1 : 0); ++offload) {
@@ -112,14 +116,15 @@ BlockSchedule solve_combined(const Problem& problem, const RotorTable& rotor, Co
             int forward_peak = 0;
             for (int j = i + 1; j < length; ++j) {
               const Stage& stage = problem.stage(j);
-              forward_peak = std::max(forward_peak, (j > i + 1 ? problem.output(j - 1) : 0) + stage.saved +
-                                                        stage.forward_overhead);
+              forward_peak = std::max(forward_peak,
+                                      (j > i + 1 ? problem.output(j - 1) : 0) + stage.saved + stage.forward_overhead);
               if (kept + item + forward_peak > memory)
                 break; // the peak only grows with j
               const double backward = rotor.cost(i + 1, j, backward_memory);
               if (backward == infinite_time)
                 continue;
-              const double forward = forward_prefix[static_cast<std::size_t>(j)] - forward_prefix[static_cast<std::size_t>(i)];
+              const double forward =
+                  forward_prefix[static_cast<std::size_t>(j)] - forward_prefix[static_cast<std::size_t>(i)];
               const double idle_backward = delta > 0 ? std::max(0.0, prefetch_time - backward) : 0.0;
               for (int offload = 0; offload <= (can_offload ? 1 : 0); ++offload) {
                 const double idle_forward = offload ? std::max(0.0, offload_time - forward) : 0.0;
@@ -366,8 +371,7 @@ ExpandedSchedule expand_blocks(const RotorTable& rotor, const std::vector<Block>
     Transfer prefetch;
     prefetch.block = b;
     prefetch.offload = false;
-    prefetch.start_after =
-        b + 2 < final_index ? backward_first[static_cast<std::size_t>(b + 2)] - 1 : final_last;
+    prefetch.start_after = b + 2 < final_index ? backward_first[static_cast<std::size_t>(b + 2)] - 1 : final_last;
     prefetch.needed_before = backward_first[static_cast<std::size_t>(b + 1)];
     expanded.transfers.push_back(prefetch);
   }

@@ -5,7 +5,8 @@
 //   opt(s, s, m) = u_F(s) + u_B(s)                      if m >= max(need_all(s, s), need_backward(s))
 //   opt(s, t, m) = min( u_F(s) + opt(s+1, t, m - a_{s-1} - abar_s + a_s) + u_B(s)          [F_all s]
 //                       min_{s<j<=t} sum_{k=s}^{j-1} u_F(k) + opt(j, t, m - a_{s-1}) + opt(s, j-1, m) )
-//                                                                          [F_ck s, F_none s+1..j-1: checkpoint a_{j-1}]
+//                                                                          [F_ck s, F_none s+1..j-1: checkpoint
+//                                                                          a_{j-1}]
 // with the memory of each forward in the second case checked against m. O(L^3 N) time, O(L^2 N) memory; the
 // innermost loop runs over m and is a plain minimum (the argmin is recomputed when a sequence is asked for), so it
 // vectorizes.
@@ -60,11 +61,14 @@ RotorTable::RotorTable(const Problem& problem) : problem_(&problem), levels_(pro
   cost_.assign(pairs * levels, infinite_time);
   cost_by_last_.assign(pairs * levels, infinite_time);
   auto by_last = [&](int s, int t) {
-    return &cost_by_last_[(static_cast<std::size_t>(t - 1) * static_cast<std::size_t>(t) / 2 + static_cast<std::size_t>(s - 1)) * levels];
+    return &cost_by_last_[(static_cast<std::size_t>(t - 1) * static_cast<std::size_t>(t) / 2 +
+                           static_cast<std::size_t>(s - 1)) *
+                          levels];
   };
   forward_prefix_.assign(static_cast<std::size_t>(length) + 1, 0.0);
   for (int l = 1; l <= length; ++l)
-    forward_prefix_[static_cast<std::size_t>(l)] = forward_prefix_[static_cast<std::size_t>(l - 1)] + problem.stage(l).forward_time;
+    forward_prefix_[static_cast<std::size_t>(l)] =
+        forward_prefix_[static_cast<std::size_t>(l - 1)] + problem.stage(l).forward_time;
 
   for (int distance = 0; distance < length; ++distance) {
     for (int s = 1; s + distance <= length; ++s) {
@@ -125,7 +129,8 @@ int RotorTable::choice(int s, int t, int m) const
   int forward_peak = 0;
   for (int j = s + 1; j <= t; ++j) {
     forward_peak = std::max(forward_peak, forward_need(s, t, j - 1));
-    if (m >= std::max(forward_peak, shift) && segment_forward_time(s, j - 1) + cost(j, t, m - shift) + cost(s, j - 1, m) == best)
+    if (m >= std::max(forward_peak, shift) &&
+        segment_forward_time(s, j - 1) + cost(j, t, m - shift) + cost(s, j - 1, m) == best)
       return j;
   }
   throw Infeasible(fmt::format("rotor: no option reaches the cost of layers {}..{} at {} memory units", s, t, m));
@@ -164,8 +169,8 @@ std::vector<Action> RotorTable::sequence(int first, int last, int memory) const
     actions.push_back({ActionKind::forward_checkpoint, s});
     for (int k = s + 1; k < j; ++k)
       actions.push_back({ActionKind::forward_none, k});
-    stack.push_back({s, j - 1, m});                               // runs second
-    stack.push_back({j, t, m - problem_->output(s - 1)});          // runs first
+    stack.push_back({s, j - 1, m});                       // runs second
+    stack.push_back({j, t, m - problem_->output(s - 1)}); // runs first
   }
   return actions;
 }
@@ -189,7 +194,9 @@ int remat_peak(const Problem& problem, const std::vector<Action>& actions, int f
   // a_{first-1} and delta_last are present from the start; checkpoints in `kept`, F_all results in `all`.
   std::vector<bool> kept(static_cast<std::size_t>(last) + 1, false);
   std::vector<bool> all(static_cast<std::size_t>(last) + 1, false);
-  auto available = [&](int layer) { return layer == first - 1 || kept[static_cast<std::size_t>(layer)] || all[static_cast<std::size_t>(layer)]; };
+  auto available = [&](int layer) {
+    return layer == first - 1 || kept[static_cast<std::size_t>(layer)] || all[static_cast<std::size_t>(layer)];
+  };
   int gradient = last;
   int in_use = problem.output(first - 1) + problem.output(last);
   int peak = in_use;

@@ -30,7 +30,8 @@ TEST(ChainPlannersCli, TraceWithoutChainViewExits2WithTheReason)
       op.inputs.push_back(trace.ops[0].outputs[0]); // a skip edge from layer 0 to layer 2
   save_trace(trace, scratch / "skip.trace.json");
   for (const char* planner : {"rotor", "pofo", "offload-dp", "autocapper", "opportunist"}) {
-    const auto result = test::run_command(plan_command(scratch / "skip.trace.json", planner, "1GB", scratch / "p.json"));
+    const auto result =
+        test::run_command(plan_command(scratch / "skip.trace.json", planner, "1GB", scratch / "p.json"));
     EXPECT_EQ(result.exit_code, 2) << result.output;
     EXPECT_THAT(result.output, HasSubstr("no chain view: not a chain"));
     EXPECT_THAT(result.output, HasSubstr("skips layers"));

@@ -78,7 +78,8 @@ double exhaustive_remat(const Problem& problem)
     for (int l = 1; l <= gradient; ++l) {
       const Stage& stage = problem.stage(l);
       const unsigned bit = 1U << l;
-      if (available(l - 1) && !(kept & bit) && !(all & bit) && used + stage.saved + stage.forward_overhead <= problem.memory) {
+      if (available(l - 1) && !(kept & bit) && !(all & bit) &&
+          used + stage.saved + stage.forward_overhead <= problem.memory) {
         relax({kept | bit, all, gradient}, stage.forward_time);
         relax({kept, all | bit, gradient}, stage.forward_time);
       }
@@ -139,8 +140,10 @@ TEST(ChainRotor, KnownSmallCase)
   EXPECT_DOUBLE_EQ(table.cost(1, 2, 6), 6.0);
   EXPECT_DOUBLE_EQ(table.cost(1, 2, 5), 7.0);
   EXPECT_EQ(table.cost(1, 2, 4), infinite_time);
-  const std::vector<Action> expected{{ActionKind::forward_checkpoint, 1}, {ActionKind::forward_all, 2},
-                                     {ActionKind::backward, 2}, {ActionKind::forward_all, 1},
+  const std::vector<Action> expected{{ActionKind::forward_checkpoint, 1},
+                                     {ActionKind::forward_all, 2},
+                                     {ActionKind::backward, 2},
+                                     {ActionKind::forward_all, 1},
                                      {ActionKind::backward, 1}};
   EXPECT_EQ(table.sequence(1, 2, 5), expected);
   problem.memory = 5;

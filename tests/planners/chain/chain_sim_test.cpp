@@ -4,8 +4,8 @@
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
-#include "memsim/traces/generators.hpp"
 #include "memsim/sim/trace_analysis.hpp"
+#include "memsim/traces/generators.hpp"
 #include "memsim/traces/views.hpp"
 #include "simulate_in_child.hpp"
 #include "test_traces.hpp"
@@ -20,10 +20,7 @@
 namespace memsim {
 namespace {
 
-Machine v100()
-{
-  return load_machine(std::string(MEMSIM_SOURCE_DIR) + "/configs/machines/v100-32gb-pcie3.yaml");
-}
+Machine v100() { return load_machine(std::string(MEMSIM_SOURCE_DIR) + "/configs/machines/v100-32gb-pcie3.yaml"); }
 
 Trace cnn(const Machine& machine, int depth, bool residual)
 {

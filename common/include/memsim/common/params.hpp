@@ -96,8 +96,8 @@ template <class Options, class T>
 BoundParam<Options> param(std::string name, T Options::*field, std::string description, ParamRange range = {})
 {
   static_assert(std::is_default_constructible_v<Options>, "the options struct's initializers are the defaults");
-  ParamSpec spec{std::move(name), param_type_of<T>(),      std::move(description), nlohmann::json(Options{}.*field),
-                 range.min,       range.max,               std::move(range.choices), {}};
+  ParamSpec spec{std::move(name), param_type_of<T>(), std::move(description),   nlohmann::json(Options{}.*field),
+                 range.min,       range.max,          std::move(range.choices), {}};
   return {std::move(spec), [field](Options& options, const nlohmann::json& value) {
             if constexpr (std::integral<T> && !std::same_as<T, bool>)
               if (!std::in_range<T>(value.get<std::int64_t>()))

@@ -51,6 +51,6 @@ PolicyInfo policy(std::string name, std::string description, Make make)
 
 // The library holding the registrations must be linked whole (see memsim_planners_all in planners/CMakeLists.txt),
 // or the linker drops them.
-#define MEMSIM_REGISTER_POLICY(ident, ...)                                                                        \
-  [[maybe_unused]] static const bool memsim_policy_registered_##ident =                                         \
+#define MEMSIM_REGISTER_POLICY(ident, ...)                                                                             \
+  [[maybe_unused]] static const bool memsim_policy_registered_##ident =                                                \
       ::memsim::register_or_abort(::memsim::policy_registry(), ::memsim::policy(__VA_ARGS__))

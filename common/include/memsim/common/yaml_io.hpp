@@ -42,9 +42,9 @@ public:
   double as_number() const;
   std::int64_t as_int() const;
   bool as_bool() const;
-  std::uint64_t as_bytes() const;  // "16GiB"
-  double as_bandwidth() const;     // "25GB/s"
-  double as_duration() const;      // "2us"
+  std::uint64_t as_bytes() const; // "16GiB"
+  double as_bandwidth() const;    // "25GB/s"
+  double as_duration() const;     // "2us"
 
   void expect_format(const char* format, int version) const;
 

@@ -31,8 +31,8 @@ struct CapacitySearchOptions {
 
 struct CapacityResult {
   std::optional<std::int64_t> largest; // nullopt: not even `start` is feasible
-  bool reached_limit = false;           // `limit` itself is feasible: the true largest may be higher
-  std::vector<Probe> probes;            // in the order they ran (each value at most once)
+  bool reached_limit = false;          // `limit` itself is feasible: the true largest may be higher
+  std::vector<Probe> probes;           // in the order they ran (each value at most once)
 };
 
 using ProbeFunction = std::function<ProbeOutcome(std::int64_t value)>;

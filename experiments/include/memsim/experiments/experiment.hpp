@@ -28,9 +28,9 @@ struct Workload {
 };
 
 struct PlannerChoice {
-  std::string label;      // the `planner` column: the label, or the planner's name
-  std::string name;       // registry name
-  nlohmann::json params;  // validated and completed with defaults
+  std::string label;     // the `planner` column: the label, or the planner's name
+  std::string name;      // registry name
+  nlohmann::json params; // validated and completed with defaults
 };
 
 // One value of the budget axis: absolute bytes, or a fraction of each workload's default-schedule peak.
@@ -51,10 +51,10 @@ struct Experiment {
   Machine machine;
   std::string machine_hash; // of the machine file's bytes: part of every cell's key
   std::vector<PlannerChoice> planners;
-  std::vector<BudgetChoice> budgets;    // never empty (absent in YAML: the GPU's memory)
-  std::vector<double> bandwidths;       // empty: the machine's own host links
+  std::vector<BudgetChoice> budgets; // never empty (absent in YAML: the GPU's memory)
+  std::vector<double> bandwidths;    // empty: the machine's own host links
   std::vector<std::string> plots;
-  unsigned jobs = 0; // 0: the core count
+  unsigned jobs = 0;     // 0: the core count
   SimOptions simulation; // `engine:` and `allocator:`; the defaults (simgrid, bytes) when absent
   // `search:`: each cell searches for the largest value of an axis that trains (capacity.csv) instead of
   // simulating one point (results.csv). Workloads are then generator specs and budgets absolute.
@@ -81,9 +81,9 @@ struct Cell {
   std::string planner;
   nlohmann::json params = nlohmann::json::object();
   std::uint64_t budget_bytes = 0;
-  std::optional<double> budget_fraction;      // set when the budget is a fraction of the default peak
-  std::optional<double> bandwidth_override;   // host-link bandwidth set by the sweep
-  double bandwidth_bytes_per_s = 0;           // the override, or the machine's own gpu0<->host bottleneck
+  std::optional<double> budget_fraction;    // set when the budget is a fraction of the default peak
+  std::optional<double> bandwidth_override; // host-link bandwidth set by the sweep
+  double bandwidth_bytes_per_s = 0;         // the override, or the machine's own gpu0<->host bottleneck
   EngineKind engine = EngineKind::simgrid;
   AllocatorKind allocator = AllocatorKind::bytes;
 };

@@ -44,12 +44,12 @@ struct RunOptions {
 };
 
 struct RunSummary {
-  std::size_t cells = 0; // of this shard (all of them unsharded)
-  std::size_t computed = 0; // run by a worker this time
-  std::size_t cached = 0;   // taken from OUT/cells
+  std::size_t cells = 0;             // of this shard (all of them unsharded)
+  std::size_t computed = 0;          // run by a worker this time
+  std::size_t cached = 0;            // taken from OUT/cells
   std::vector<std::string> failures; // one message per failed cell
   bool interrupted = false;
-  std::filesystem::path results_csv;   // written only when every cell has a result
+  std::filesystem::path results_csv; // written only when every cell has a result
   std::vector<std::filesystem::path> plot_files;
 };
 

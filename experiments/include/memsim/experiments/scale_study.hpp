@@ -20,15 +20,15 @@ std::string_view to_string(ScaleAxis axis);
 std::optional<ScaleAxis> scale_axis_from_string(std::string_view text);
 
 struct ScaleStudy {
-  std::string generator;                                // generator kind (`memsim generators`)
+  std::string generator;                                      // generator kind (`memsim generators`)
   nlohmann::json generator_params = nlohmann::json::object(); // given values; the axis parameter is overridden
   ScaleAxis axis = ScaleAxis::batch;
-  std::string axis_param;                               // the generator's parameter the axis sets
+  std::string axis_param; // the generator's parameter the axis sets
   std::string planner;
   nlohmann::json planner_params = nlohmann::json::object();
   Machine machine;
-  std::uint64_t budget_bytes = 0;                       // 0: the GPU's memory
-  std::optional<double> min_samples_per_s;              // the throughput floor, when asked for
+  std::uint64_t budget_bytes = 0;          // 0: the GPU's memory
+  std::optional<double> min_samples_per_s; // the throughput floor, when asked for
   SimOptions simulation;
 };
 
@@ -45,7 +45,8 @@ struct SearchSettings {
 void parse_workload_spec(const std::string& text, ScaleStudy& study, const std::string& where = "--workload");
 
 // The generator's parameter an axis sets (an integer one, or a number one used as a whole-number scale):
-// `requested` when given (checked), else batch -> batch, depth -> depth or layers, width -> width or hidden. Throws InputError naming the candidates when there is none.
+// `requested` when given (checked), else batch -> batch, depth -> depth or layers, width -> width or hidden. Throws
+// InputError naming the candidates when there is none.
 std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, const std::string& requested);
 
 // The workload at one value of the axis (generated on the machine's first GPU).

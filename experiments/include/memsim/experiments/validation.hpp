@@ -50,16 +50,16 @@ struct ValidationSummary {
   double iteration_error = 0; // signed relative
   double simulated_stall_s = 0;
   double measured_stall_s = 0;
-  double stall_error_s = 0;        // signed, seconds
+  double stall_error_s = 0;            // signed, seconds
   double stall_error_of_iteration = 0; // stall_error_s / measured iteration time
-  double simulated_transfer_s = 0;  // sum of offload + prefetch durations
+  double simulated_transfer_s = 0;     // sum of offload + prefetch durations
   double measured_transfer_s = 0;
   double transfer_error = 0; // signed relative (0 when the plan moves nothing)
   double simulated_recompute_s = 0;
   double measured_recompute_s = 0;
   std::uint64_t simulated_peak_bytes = 0;
   std::uint64_t measured_peak_bytes = 0;
-  double peak_error = 0; // signed relative
+  double peak_error = 0;     // signed relative
   ErrorStats compute_steps;  // durations of compute + recompute steps
   ErrorStats transfer_steps; // durations of offload + prefetch steps
   ErrorStats step_end;       // |simulated end - measured end| / measured iteration time, every compared step

@@ -15,9 +15,9 @@ namespace memsim::validation {
 
 struct PlannedCell {
   experiments::Cell cell;
-  std::string id;             // validation::cell_id: the stem of the cell's files
-  std::optional<Plan> plan;   // absent when the planner said no plan fits
-  std::string infeasible;     // the planner's reason
+  std::string id;           // validation::cell_id: the stem of the cell's files
+  std::optional<Plan> plan; // absent when the planner said no plan fits
+  std::string infeasible;   // the planner's reason
 };
 
 // Plans every cell of the experiment (no simulation). Rejects experiments with a bandwidth axis: a
@@ -48,8 +48,8 @@ struct SweepSummary {
   std::vector<PlannedCell> cells; // every cell of the sweep, planned here
   std::vector<SweepRow> rows;
   std::size_t planner_infeasible = 0;
-  std::vector<std::string> unmeasured;      // planned cells without any measurement
-  std::vector<std::string> failures;        // comparisons that failed
+  std::vector<std::string> unmeasured; // planned cells without any measurement
+  std::vector<std::string> failures;   // comparisons that failed
   std::filesystem::path csv;
   std::vector<std::filesystem::path> plots;
 };

@@ -13,10 +13,10 @@ namespace memsim {
 
 struct Gpu {
   std::string name;
-  std::string model;                       // e.g. "V100-32GB"; traces recorded on it use time_s as is
-  std::uint64_t memory = 0;                // bytes
+  std::string model;                        // e.g. "V100-32GB"; traces recorded on it use time_s as is
+  std::uint64_t memory = 0;                 // bytes
   std::map<std::string, double> peak_flops; // dtype -> FLOP/s
-  double hbm_bandwidth = 0;                // bytes/s
+  double hbm_bandwidth = 0;                 // bytes/s
   double kernel_launch_s = 0;
   GpuEfficiency efficiency = default_efficiency(); // the optional `efficiency:` block, else the defaults
 };
@@ -33,7 +33,7 @@ struct Link {
   std::string name;
   std::string endpoint_a; // traversing a -> b is the "up" direction
   std::string endpoint_b;
-  double bandwidth = 0;   // bytes/s per direction
+  double bandwidth = 0; // bytes/s per direction
   double latency_s = 0;
   Duplex duplex = Duplex::split;
 };

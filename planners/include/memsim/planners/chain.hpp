@@ -12,8 +12,9 @@
 //   delta_l   gradient of a_l, of size a_l,
 //   of_l      transient extra memory while F_l runs, ob_l extra memory while B_l runs (beyond delta_{l-1}).
 // F_l needs a_{l-1} and peaks at abar_l + of_l above what is in use (everything the layer keeps exists at its end);
-// in F_all mode abar_l then stays (persistent until B_l), otherwise only a_l does (a checkpoint, or dropped later). B_l needs abar_l, delta_l and a_{l-1}; it produces delta_{l-1} and frees abar_l and delta_l.
-// The incoming gradient delta_L is counted from the start (conservative: it exists only after the loss).
+// in F_all mode abar_l then stays (persistent until B_l), otherwise only a_l does (a checkpoint, or dropped later). B_l
+// needs abar_l, delta_l and a_{l-1}; it produces delta_{l-1} and frees abar_l and delta_l. The incoming gradient
+// delta_L is counted from the start (conservative: it exists only after the loss).
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -37,8 +38,8 @@ struct Stage {
 };
 
 struct Problem {
-  std::vector<Stage> stages; // layer l is stages[l - 1]
-  int memory = 0;            // M, the budget for activations in units
+  std::vector<Stage> stages;     // layer l is stages[l - 1]
+  int memory = 0;                // M, the budget for activations in units
   double unit_transfer_time = 0; // seconds to move one unit between GPU and host (either direction)
   // Added to a prefetch time the DP only knows in units (its state keeps the item's size, not the item), so that
   // delta * unit_transfer_time + transfer_slack bounds the exact time from above (latency of the item's tensors).
@@ -146,9 +147,9 @@ double evaluate_blocks(const Problem& problem, const RotorTable& rotor, const st
 
 // Expands a block schedule into compute actions with the transfer events attached (see chain_plan in the planners).
 struct Transfer {
-  int block = 0;           // index into blocks
-  int start_after = -1;    // compute action index after which it may start (-1: at once)
-  int needed_before = -1;  // compute action index that waits for it
+  int block = 0;          // index into blocks
+  int start_after = -1;   // compute action index after which it may start (-1: at once)
+  int needed_before = -1; // compute action index that waits for it
   bool offload = true;
 };
 struct ExpandedSchedule {

@@ -17,8 +17,20 @@ namespace memsim {
 using StepId = std::int64_t;
 
 // v2 adds split/merge (zero-time views) and the collectives allreduce/allgather/reducescatter.
-enum class StepKind { compute, recompute, offload, prefetch, free, send, recv, split, merge, allreduce, allgather,
-                      reducescatter };
+enum class StepKind {
+  compute,
+  recompute,
+  offload,
+  prefetch,
+  free,
+  send,
+  recv,
+  split,
+  merge,
+  allreduce,
+  allgather,
+  reducescatter
+};
 std::string_view to_string(StepKind kind);
 std::optional<StepKind> step_kind_from_string(std::string_view text);
 
@@ -42,7 +54,7 @@ struct Step {
   std::optional<TensorId> tensor;
   int instance = 0;
   std::vector<StepId> deps;
-  std::optional<int> peer; // send/recv: the other device
+  std::optional<int> peer;     // send/recv: the other device
   std::vector<TensorId> parts; // split/merge: the parts that replace the parent `tensor` (or are merged into it)
   std::vector<int> group;      // collectives: the devices of the ring, in ring order
   int iteration = 0;

@@ -51,8 +51,8 @@ nlohmann::json parse_param_assignments(const PlannerInfo& info, const std::vecto
 
 // memsim_planners is linked with WHOLE_ARCHIVE (see planners/CMakeLists.txt) so that these static
 // registrations survive static linking.
-#define MEMSIM_REGISTER_PLANNER(ident, ...)                                                                       \
-  [[maybe_unused]] static const bool memsim_planner_registered_##ident =                                        \
+#define MEMSIM_REGISTER_PLANNER(ident, ...)                                                                            \
+  [[maybe_unused]] static const bool memsim_planner_registered_##ident =                                               \
       ::memsim::register_or_abort(::memsim::planner_registry(), ::memsim::planner(__VA_ARGS__))
 
 } // namespace memsim

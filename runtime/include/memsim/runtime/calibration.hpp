@@ -45,9 +45,9 @@ struct CalibrationData {
   double bidirectional_h2d_bytes_per_s = 0;
   double bidirectional_d2h_bytes_per_s = 0;
   double bidirectional_total_bytes_per_s = 0; // 2 * bytes / (last end - first start)
-  double empty_kernel_s = 0;        // one empty kernel between two events (median)
-  double back_to_back_kernel_s = 0; // per kernel, 1000 empty kernels in a row
-  double host_launch_call_s = 0;    // host time of one cudaLaunchKernel call
+  double empty_kernel_s = 0;                  // one empty kernel between two events (median)
+  double back_to_back_kernel_s = 0;           // per kernel, 1000 empty kernels in a row
+  double host_launch_call_s = 0;              // host time of one cudaLaunchKernel call
   double globaltimer_resolution_s = 0;
   std::map<std::string, double> peak_flops; // dtype -> FLOP/s (cuBLAS GEMM)
   std::string gemm_note;                    // e.g. why peak_flops is empty
@@ -72,8 +72,8 @@ struct HostLinkModel {
   double h2d_bytes_per_s = 0;
   double d2h_bytes_per_s = 0;
   double latency_s = 0;
-  bool duplex_split = true;   // both directions at once reach about twice one direction
-  double overlap_factor = 0;  // bidirectional total / mean of the two one-way bandwidths
+  bool duplex_split = true;  // both directions at once reach about twice one direction
+  double overlap_factor = 0; // bidirectional total / mean of the two one-way bandwidths
 };
 
 // Bandwidth from a least-squares fit time = latency + bytes / bandwidth over transfers >= 1 MB;

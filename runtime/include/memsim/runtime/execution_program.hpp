@@ -37,23 +37,23 @@ struct StreamKey {
 enum class WorkKind { none, kernel, copy_h2d, copy_d2h, host_busy };
 
 struct ProgramStep {
-  StepId step = 0;          // the plan step (program steps are plan steps 0..n-1 in list order)
+  StepId step = 0; // the plan step (program steps are plan steps 0..n-1 in list order)
   StepKind kind = StepKind::compute;
-  std::size_t stream = 0;   // index into Program::streams
-  std::vector<StepId> waits; // steps whose end event this step's stream waits on (deps + memory), minimal
+  std::size_t stream = 0;       // index into Program::streams
+  std::vector<StepId> waits;    // steps whose end event this step's stream waits on (deps + memory), minimal
   std::size_t memory_waits = 0; // how many of `waits` exist only to order memory reuse or the byte cap
   WorkKind work = WorkKind::none;
   std::optional<OpId> op;
   std::optional<TensorId> tensor;
   int instance = 0;
-  int iteration = 0;             // the plan step's iteration (v2)
-  double kernel_time_s = 0;      // kernel: the trace's time for the op; host_busy: the simulator's host time
-  std::optional<double> flops;   // kernel: the op's flops (gemm kernels)
+  int iteration = 0;               // the plan step's iteration (v2)
+  double kernel_time_s = 0;        // kernel: the trace's time for the op; host_busy: the simulator's host time
+  std::optional<double> flops;     // kernel: the op's flops (gemm kernels)
   std::uint64_t device_offset = 0; // copies: where the tensor lives in the arena
   std::size_t host_buffer = 0;     // copies: index into Program::host_buffers
   std::uint64_t copy_bytes = 0;
-  std::uint64_t record_bytes = 0;  // StepRecord::bytes: transferred, or allocated outputs of a compute
-  std::string label;               // op or tensor name
+  std::uint64_t record_bytes = 0;       // StepRecord::bytes: transferred, or allocated outputs of a compute
+  std::string label;                    // op or tensor name
   std::vector<std::size_t> allocations; // Program::allocations made at this step's start
   std::vector<std::size_t> releases;    // Program::allocations released at this step's end
 };
@@ -61,7 +61,7 @@ struct ProgramStep {
 struct Allocation {
   std::optional<TensorId> tensor; // none: an op's workspace
   int instance = 0;
-  std::uint64_t bytes = 0;  // exact (accounting); the arena block is rounded up to the pool alignment
+  std::uint64_t bytes = 0; // exact (accounting); the arena block is rounded up to the pool alignment
   std::uint64_t offset = 0;
   StepId allocated_by = -1; // -1: initially resident
   std::optional<StepId> released_by;
@@ -82,9 +82,9 @@ struct ProgramFailure {
   std::uint64_t bytes_in_use = 0;
   std::uint64_t bytes_requested = 0;
   std::uint64_t largest_free_block = 0;
-  std::vector<StepId> after_steps; // steps it would have waited for (its time is the end of the last)
-  FailureText text;                // failure_message's parts
-  std::string what;                // failure_message(kind, text): the message before the run
+  std::vector<StepId> after_steps;          // steps it would have waited for (its time is the end of the last)
+  FailureText text;                         // failure_message's parts
+  std::string what;                         // failure_message(kind, text): the message before the run
   std::string message(double time_s) const; // the message at the measured time
 };
 

@@ -6,9 +6,9 @@
 // Order of events at one instant (the contract both engines follow): first every activity that ends at t
 // finishes (releases happen), in step-id order; then every step that is ready starts, smallest step id first;
 // steps without work (free, recv, zero-time ops) finish at once and may make more steps ready at t.
+#include "memsim/planners/plan.hpp"
 #include "memsim/sim/ledger.hpp"
 #include "memsim/sim/timeline.hpp"
-#include "memsim/planners/plan.hpp"
 #include "memsim/traces/trace.hpp"
 
 #include <cstdint>
@@ -24,10 +24,10 @@ inline constexpr int kHostNode = -1;
 // What a started step asks the physics to do.
 struct Work {
   enum class Kind { compute, transfer } kind = Kind::compute;
-  int node = 0;        // compute: where it runs
-  double seconds = 0;  // compute: its duration when it runs alone
-  int from = 0;        // transfer: source node
-  int to = 0;          // transfer: destination node
+  int node = 0;       // compute: where it runs
+  double seconds = 0; // compute: its duration when it runs alone
+  int from = 0;       // transfer: source node
+  int to = 0;         // transfer: destination node
   std::uint64_t bytes = 0;
 };
 
@@ -51,7 +51,7 @@ public:
 class MemoryPolicy;
 
 struct ExecutionConfig {
-  LedgerConfig memory;                 // capacities are filled by make_execution_config
+  LedgerConfig memory;                   // capacities are filled by make_execution_config
   std::vector<std::string> device_names; // for messages
   bool record_timeline = true;
   // An online memory policy (memory_policy.hpp) consulted during the run; its actions become steps that get ids

@@ -123,10 +123,7 @@ private:
   std::vector<std::size_t> take_blocks(Account& account, std::size_t index, std::uint64_t bytes);
   void drop_blocks(Account& account, const std::vector<std::size_t>& blocks, int count, StepId by);
   Account& account(int space) { return space == kHost ? host_ : devices_[static_cast<std::size_t>(space)]; }
-  const Account& account(int space) const
-  {
-    return space == kHost ? host_ : devices_[static_cast<std::size_t>(space)];
-  }
+  const Account& account(int space) const { return space == kHost ? host_ : devices_[static_cast<std::size_t>(space)]; }
   const std::vector<std::uint8_t>& slots(int space) const { return account(space).resident; }
   // Reserves bytes (and a pool block); nullopt on success.
   std::optional<Denial> reserve(Account& account, std::uint64_t bytes, std::uint64_t& offset, Ordering* ordering);

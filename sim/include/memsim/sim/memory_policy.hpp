@@ -68,7 +68,7 @@ struct TensorAccess {
 struct AllocationDemand {
   StepId step = 0;
   int device = 0;
-  std::uint64_t bytes = 0;              // everything the step allocates there
+  std::uint64_t bytes = 0; // everything the step allocates there
   std::uint64_t in_use = 0;
   std::uint64_t capacity = 0;
   std::uint64_t largest_free_block = 0; // --allocator pool only

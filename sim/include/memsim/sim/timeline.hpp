@@ -34,8 +34,15 @@ struct MemorySample {
 };
 
 // Why a plan cannot run: one list for every executor (simulators and memsim-cuda).
-enum class FailureKind { out_of_memory, fragmentation, host_out_of_memory, not_resident, double_allocation,
-                         no_host_copy, deadlock };
+enum class FailureKind {
+  out_of_memory,
+  fragmentation,
+  host_out_of_memory,
+  not_resident,
+  double_allocation,
+  no_host_copy,
+  deadlock
+};
 std::string_view to_string(FailureKind kind);
 
 struct ExecutionError {
@@ -53,8 +60,8 @@ struct ExecutionError {
 struct Metrics {
   bool feasible = true;
   double iteration_time_s = 0;
-  double compute_busy_s = 0;    // compute + recompute time on compute streams
-  double stall_time_s = 0;      // compute-stream idle time waiting for data, until its last step
+  double compute_busy_s = 0; // compute + recompute time on compute streams
+  double stall_time_s = 0;   // compute-stream idle time waiting for data, until its last step
   double recompute_time_s = 0;
   std::uint64_t peak_device_bytes = 0; // max over devices
   std::uint64_t peak_host_bytes = 0;
@@ -99,8 +106,8 @@ Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std
 // `stream` identifies (device, stream name) for the stall totals; `stream_name` must outlive finish().
 class MetricsAccumulator {
 public:
-  void add(StepKind kind, int device, const std::string& stream_name, double start_s, double end_s,
-           std::uint64_t bytes, int iteration = 0);
+  void add(StepKind kind, int device, const std::string& stream_name, double start_s, double end_s, std::uint64_t bytes,
+           int iteration = 0);
   // Stall totals are summed in (device, stream name) order, as metrics_from_timeline does.
   Metrics finish(const std::vector<MemorySample>& memory);
 
@@ -114,8 +121,8 @@ private:
   StreamTotals& totals(int device, const std::string& name);
 
   Metrics metrics_;
-  std::vector<StreamTotals> streams_; // compute streams, in first-seen order
-  std::size_t last_ = 0;              // the stream of the previous compute step (most steps repeat it)
+  std::vector<StreamTotals> streams_;  // compute streams, in first-seen order
+  std::size_t last_ = 0;               // the stream of the previous compute step (most steps repeat it)
   std::vector<double> iteration_ends_; // the latest end of a step of each iteration
   // Per GPU, the [start, end) intervals of its host copies, per direction (0: h2d, 1: d2h), for the utilization.
   std::map<int, std::array<std::vector<std::pair<double, double>>, 2>> host_copies_;

@@ -9,10 +9,10 @@
 namespace memsim {
 
 struct Roofline {
-  double peak_flops = 0;      // for the trace's dtype
-  double hbm_bandwidth = 0;   // bytes/s
-  double launch_s = 0;        // per-op launch overhead
-  std::string device_model;   // recorded as source.device, so the cost model uses time_s as is on that GPU
+  double peak_flops = 0;    // for the trace's dtype
+  double hbm_bandwidth = 0; // bytes/s
+  double launch_s = 0;      // per-op launch overhead
+  std::string device_model; // recorded as source.device, so the cost model uses time_s as is on that GPU
 };
 
 struct CnnSpec {

@@ -16,8 +16,8 @@ namespace memsim {
 // live to the last op; an in-place MUTATE yields a new storage of the same size and drops the old one, as simrd
 // does; aliasing results (ALIAS >= 0) allocate nothing. CONSTANTs become resident weights. TIME is nanoseconds.
 struct DtrImportStats {
-  double total_compute_s = 0;         // sum of CALL and MUTATE TIMEs
-  std::uint64_t constant_bytes = 0;    // CONSTANT storages (resident)
+  double total_compute_s = 0;       // sum of CALL and MUTATE TIMEs
+  std::uint64_t constant_bytes = 0; // CONSTANT storages (resident)
   std::size_t calls = 0, mutates = 0, releases = 0, constants_after_first_call = 0;
 };
 Trace import_dtr_log(const std::filesystem::path& path, DtrImportStats* stats = nullptr);

@@ -27,8 +27,8 @@ struct ModelPreset {
   int batch = 0; // default batch
   Trace (*generate)(const PresetSpec& spec, const ModelPreset& preset, const Roofline& roofline) = nullptr;
   // Family parameters, read by `generate`.
-  std::vector<int> blocks;       // CNNs: blocks per stage; transformers: {layers} or {encoder, decoder}
-  bool batchnorm = false;        // VGG: conv-BN-ReLU
+  std::vector<int> blocks; // CNNs: blocks per stage; transformers: {layers} or {encoder, decoder}
+  bool batchnorm = false;  // VGG: conv-BN-ReLU
   int hidden = 0, heads = 0, ffn = 0, vocab = 0, seq = 0, positions = 0;
 };
 

@@ -45,7 +45,7 @@ struct Tensor {
 };
 
 // v2: where a derived op (a plan's extra op) comes from.
-struct SplitOf {  // micro-op `index` of `parts` of op `op`, split along `dim`
+struct SplitOf { // micro-op `index` of `parts` of op `op`, split along `dim`
   OpId op = 0;
   int index = 0;
   int parts = 1;
@@ -125,8 +125,7 @@ void save_trace(const Trace& trace, const std::filesystem::path& path);
 // path for messages; `expected_id` enforces dense ids.
 Tensor tensor_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path,
                         TensorId expected_id);
-Op op_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path,
-                OpId expected_id);
+Op op_from_json(const nlohmann::json& value, const std::string& source_name, const std::string& path, OpId expected_id);
 // The same from a node of a parsed document (its path is the node's).
 Tensor tensor_from_node(const fast_json::Node& node, TensorId expected_id);
 Op op_from_node(const fast_json::Node& node, OpId expected_id);

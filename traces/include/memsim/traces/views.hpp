@@ -11,8 +11,8 @@ namespace memsim {
 // Under the framework's default schedule (ops in trace order, a tensor allocated when produced and
 // released after `free_after` or its last use; initially resident tensors live throughout).
 struct TensorLifetime {
-  std::optional<OpId> produced_by;  // absent for initially resident tensors
-  std::optional<OpId> last_use;     // last op that reads it (absent: never read)
+  std::optional<OpId> produced_by;    // absent for initially resident tensors
+  std::optional<OpId> last_use;       // last op that reads it (absent: never read)
   std::optional<OpId> released_after; // absent: lives until the end of the iteration
 };
 
@@ -21,8 +21,8 @@ std::vector<TensorLifetime> default_lifetimes(const Trace& trace);
 // The default schedule's memory. Computed by the execution core (memsim/sim/trace_analysis.hpp:
 // default_memory_profile), whose memory cursor is the one sequential account; traces do not account memory.
 struct MemoryProfile {
-  std::uint64_t resident_bytes = 0;        // initially resident tensors
-  std::uint64_t peak_bytes = 0;            // max over ops of memory in use while the op runs
+  std::uint64_t resident_bytes = 0; // initially resident tensors
+  std::uint64_t peak_bytes = 0;     // max over ops of memory in use while the op runs
   OpId peak_op = 0;
   std::vector<std::uint64_t> in_use_during; // per op: bytes in use while it runs (incl. workspace)
 };
@@ -40,8 +40,8 @@ struct ChainLayer {
   std::uint64_t backward_overhead = 0; // peak extra bytes during backward of l
   std::vector<OpId> forward_ops;
   std::vector<OpId> backward_ops;
-  TensorId output_tensor = -1;            // the activation layer l+1 reads (the chain edge)
-  std::vector<TensorId> saved_tensors;    // forward-produced tensors kept for backward
+  TensorId output_tensor = -1;         // the activation layer l+1 reads (the chain edge)
+  std::vector<TensorId> saved_tensors; // forward-produced tensors kept for backward
 };
 
 struct ChainView {
