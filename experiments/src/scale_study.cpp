@@ -141,6 +141,10 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
   } catch (const Infeasible& error) {
     outcome.reason = fmt::format("no plan: {}", error.what());
     return outcome;
+  } catch (const InputError& error) {
+    // The planner cannot take this workload (rotor on a trace with no chain view): nothing trains with it.
+    outcome.reason = fmt::format("the planner refuses the workload: {}", error.what());
+    return outcome;
   }
   SimOptions options = study.simulation;
   options.record_timeline = false;

@@ -222,6 +222,10 @@ TEST(MaxScaleCommand, BadInputIsLocated)
   auto width = run("--workload cnn --axis width" + common);
   EXPECT_EQ(width.exit_code, 2);
   EXPECT_THAT(width.output, HasSubstr("no parameter for the width axis"));
+  auto refused = run("--workload preset:model=transformer-iwslt --planner rotor --machine v100-32gb-pcie3 --limit 4");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("the planner refuses the workload"));
+  EXPECT_THAT(refused.output, HasSubstr("no chain view"));
   auto tiny = run("--workload cnn --budget 1KiB" + common);
   EXPECT_EQ(tiny.exit_code, 1) << tiny.output;
   EXPECT_THAT(tiny.output, HasSubstr("no batch from 1 on fits"));

@@ -52,7 +52,8 @@ std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, con
 // The workload at one value of the axis (generated on the machine's first GPU).
 Trace workload_at(const ScaleStudy& study, std::int64_t value);
 
-// Plan + simulate at one value. InputErrors (a bad generator value) propagate; infeasibility is an outcome.
+// Plan + simulate at one value. InputErrors of the generator (a bad value) propagate; no plan, a planner that
+// refuses the workload (no chain view) and an infeasible simulation are outcomes.
 ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value);
 
 } // namespace memsim::experiments
