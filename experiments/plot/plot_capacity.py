@@ -56,8 +56,8 @@ def main():
     axis = rows[0]["axis"]
     machine = rows[0]["machine"]
 
-    figure, axes = plt.subplots(len(panels), 1, figsize=(max(6, 1.2 * len(workloads) * len(planners) / 2 + 3),
-                                                         3.6 * len(panels)), squeeze=False)
+    width_in = min(16, max(6, 0.28 * len(workloads) * len(planners) + 2))
+    figure, axes = plt.subplots(len(panels), 1, figsize=(width_in, 4.5 * len(panels)), squeeze=False)
     width = 0.8 / len(planners)
     for panel, (budget, bandwidth) in zip(axes[:, 0], panels):
         cells = {(row["workload"], row["planner"]): row for row in rows
@@ -83,7 +83,7 @@ def main():
         panel.set_ylabel(f"largest {axis}")
         panel.set_title(f"{panel_title(budget, bandwidth)} on {machine}", fontsize=10)
         panel.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(fontsize=8, ncol=min(len(planners), 4), loc="upper right")
+    axes[0, 0].legend(fontsize=8, ncol=min(len(planners), 3), loc="upper left")
     figure.suptitle(f"Largest {axis} that trains (x: none)")
     figure.tight_layout()
     figure.savefig(f"{args.out}/capacity.png", dpi=110)
