@@ -29,6 +29,7 @@ Json search_content(const ScaleStudy& study, const Experiment& experiment, std::
 {
   return Json{{"generator", study.generator},
               {"generator_params", study.generator_params},
+              {"trace_hash", study.recorded ? Json(stable_hash(trace_to_json(*study.recorded).dump())) : Json()},
               {"axis", to_string(study.axis)},
               {"axis_param", study.axis_param},
               {"planner", study.planner},
@@ -270,12 +271,15 @@ SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment&
     settings.min_throughput = fraction;
   }
   for (const Workload& workload : experiment.workloads) {
-    if (workload.generator.is_null())
-      throw InputError(workload.where, fmt::format("workload '{}': a search needs a generated workload ('generate:'), "
-                                                   "whose size parameters it can change",
-                                                   workload.name));
+    ScaleStudy study;
+    if (workload.generator.is_null()) {
+      study.recorded = std::make_shared<const Trace>(); // only whether it is a trace matters here
+      study.recorded_name = workload.name;
+    } else {
+      study.generator = workload.generator.at("kind").get<std::string>();
+    }
     try {
-      resolve_axis_param(workload.generator.at("kind").get<std::string>(), settings.axis, settings.axis_param);
+      set_axis(study, settings.axis, settings.axis_param);
     } catch (const InputError& error) {
       throw InputError(workload.where, fmt::format("workload '{}': {}", workload.name, error.message()));
     }
@@ -295,6 +299,10 @@ std::vector<CapacityCell> expand_capacity_cells(const Experiment& experiment)
     bandwidths.emplace_back(bandwidth);
   if (bandwidths.empty())
     bandwidths.emplace_back(std::nullopt);
+  std::map<std::string, std::shared_ptr<const Trace>> recorded; // one copy of each recorded trace for all its cells
+  for (const Workload& workload : experiment.workloads)
+    if (workload.generator.is_null())
+      recorded.emplace(workload.name, std::make_shared<const Trace>(workload.trace));
   std::vector<CapacityCell> cells;
   for (const Workload& workload : experiment.workloads)
     for (const PlannerChoice& planner : experiment.planners)
@@ -306,11 +314,15 @@ std::vector<CapacityCell> expand_capacity_cells(const Experiment& experiment)
           cell.planner_label = planner.label;
           cell.bandwidth = bandwidth;
           ScaleStudy& study = cell.study;
-          study.generator = workload.generator.at("kind").get<std::string>();
-          study.generator_params = workload.generator;
-          study.generator_params.erase("kind");
-          study.axis = settings.axis;
-          study.axis_param = resolve_axis_param(study.generator, settings.axis, settings.axis_param);
+          if (workload.generator.is_null()) {
+            study.recorded = recorded.at(workload.name);
+            study.recorded_name = workload.trace_file.string();
+          } else {
+            study.generator = workload.generator.at("kind").get<std::string>();
+            study.generator_params = workload.generator;
+            study.generator_params.erase("kind");
+          }
+          set_axis(study, settings.axis, settings.axis_param);
           study.planner = planner.name;
           study.planner_params = planner.params;
           study.machine = experiment.machine;
@@ -347,8 +359,7 @@ CapacitySummary run_capacity_experiment(const Experiment& experiment, const std:
     std::vector<std::size_t> floor_index(cells.size());
     for (const CapacityCell& cell : cells) {
       ScaleStudy baseline = cell.study;
-      baseline.axis = ScaleAxis::batch;
-      baseline.axis_param = resolve_axis_param(baseline.generator, ScaleAxis::batch, "");
+      set_axis(baseline, ScaleAxis::batch, "");
       baseline.planner = "keep-all";
       baseline.planner_params = Json::object();
       Json content = search_content(baseline, experiment, cell.bandwidth, settings.bounds, std::nullopt);

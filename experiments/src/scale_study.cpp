@@ -1,6 +1,7 @@
 #include "memsim/experiments/scale_study.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/hwmodels/rescale.hpp"
 #include "memsim/hwmodels/roofline.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/traces/generator_registry.hpp"
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <filesystem>
 
 namespace memsim::experiments {
 namespace {
@@ -70,6 +72,13 @@ std::optional<ScaleAxis> scale_axis_from_string(std::string_view text)
 
 void parse_workload_spec(const std::string& text, ScaleStudy& study, const std::string& where)
 {
+  if (std::filesystem::is_regular_file(text)) {
+    study.recorded = std::make_shared<const Trace>(load_trace(text));
+    study.recorded_name = text;
+    study.generator.clear();
+    study.generator_params = nlohmann::json::object();
+    return;
+  }
   const std::size_t colon = text.find(':');
   study.generator = text.substr(0, colon);
   const GeneratorInfo& info = generator_info(study.generator, where);
@@ -115,8 +124,24 @@ std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, con
                                          generator, to_string(axis), numeric_params(info)));
 }
 
+void set_axis(ScaleStudy& study, ScaleAxis axis, const std::string& requested)
+{
+  study.axis = axis;
+  if (!study.recorded) {
+    study.axis_param = resolve_axis_param(study.generator, axis, requested);
+    return;
+  }
+  if (axis != ScaleAxis::batch || !(requested.empty() || requested == "batch"))
+    throw InputError("--axis", fmt::format("{} is a recorded trace: it scales along the batch only (memsim trace "
+                                           "rescale); width and depth need a generator",
+                                           study.recorded_name));
+  study.axis_param = "batch";
+}
+
 Trace workload_at(const ScaleStudy& study, std::int64_t value)
 {
+  if (study.recorded)
+    return rescale_trace(*study.recorded, value, study.machine.gpus.at(0), study.recorded_name);
   const GeneratorInfo& info = generator_info(study.generator, "--workload");
   const Gpu& gpu = study.machine.gpus.at(0);
   return info.make(values_at(study, value), [&](const std::string& dtype) {

@@ -4,6 +4,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/experiments/capacity_experiment.hpp"
+#include "test_traces.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -137,6 +138,32 @@ TEST(CapacityExperiment, CommandWritesCapacityCsvAndPlot)
   EXPECT_TRUE(std::filesystem::is_regular_file(scratch / "out" / "capacity.png"));
 }
 
+TEST(CapacityExperiment, RecordedTraceWorkloadsAreRescaledAlongTheBatch)
+{
+  ScratchDir scratch;
+  Trace recorded = test::make_chain(6, 4'000'000);
+  recorded.source.batch = 4;
+  save_trace(recorded, scratch / "chain-b4.trace.json");
+  const auto path =
+      write_search_experiment(scratch, "{axis: batch, limit: 4096}", "  - {name: chain, trace: chain-b4.trace.json}\n");
+  const Experiment experiment = load_experiment(path, default_presets_dir());
+  const CapacitySummary summary = run_capacity_experiment(experiment, scratch / "out", quiet());
+  const auto rows = csv_rows(read_file(summary.capacity_csv));
+  ASSERT_EQ(rows.size(), 5u);
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    const auto cli = run_command(kMemsim.string() + " max-scale --workload " +
+                                     (scratch / "chain-b4.trace.json").string() + " --planner " + rows[r][1] +
+                                     " --machine v100-32gb-pcie3 --budget " + rows[r][3] + " --limit 4096 --json",
+                                 /*stdout_only=*/true);
+    ASSERT_EQ(cli.exit_code, 0) << cli.output;
+    EXPECT_EQ(rows[r][7], std::to_string(nlohmann::json::parse(cli.output)["largest"].get<std::int64_t>()));
+  }
+  // keep-all at 48 MiB (50.33 MB): 8 MB per sample (the chain's worked-out slope) plus the weights' few kB fits 6
+  // samples, not 7 (56 MB).
+  EXPECT_EQ(rows[1][1], "keep-all");
+  EXPECT_EQ(rows[1][7], "6");
+}
+
 TEST(CapacityExperiment, LoaderRejectsWhatASearchCannotUse)
 {
   ScratchDir scratch;
@@ -154,10 +181,10 @@ TEST(CapacityExperiment, LoaderRejectsWhatASearchCannotUse)
               HasSubstr("no parameter for the width axis"));
   EXPECT_THAT(error_of(write_search_experiment(scratch, "{start: 10, limit: 5}")),
               HasSubstr("limit (5) is below start (10)"));
-  EXPECT_THAT(error_of(write_search_experiment(scratch, "{axis: batch}",
+  EXPECT_THAT(error_of(write_search_experiment(scratch, "{axis: depth}",
                                                "  - {name: recorded, trace: " +
                                                    (data_dir() / "chain4.trace.json").string() + "}\n")),
-              HasSubstr("a search needs a generated workload"));
+              HasSubstr("is a recorded trace: it scales along the batch only"));
 }
 
 } // namespace

@@ -142,6 +142,30 @@ TEST(ScaleStudy, FindsTheKnownBoundaryOfAPeakLinearInTheBatch)
   EXPECT_FALSE(result.reached_limit);
 }
 
+TEST(ScaleStudy, ARecordedTraceIsRescaledToEachBatch)
+{
+  // The same chain recorded at batch 4 (4 MB activations): `memsim trace rescale` makes it 1 MB x batch again, so
+  // the boundary is the generator's, 37.
+  memsim::test::ScratchDir scratch;
+  Trace recorded = test::make_chain(6, 4'000'000);
+  recorded.source.batch = 4;
+  save_trace(recorded, scratch / "chain-b4.trace.json");
+  ScaleStudy study = small_cnn_study();
+  parse_workload_spec((scratch / "chain-b4.trace.json").string(), study);
+  ASSERT_TRUE(study.recorded);
+  set_axis(study, ScaleAxis::batch, "");
+  EXPECT_EQ(study.axis_param, "batch");
+  auto peak_at = [&](std::int64_t batch) { return default_memory_profile(workload_at(study, batch)).peak_bytes; };
+  const std::uint64_t slope = peak_at(2) - peak_at(1);
+  ASSERT_EQ(slope, 8'000'000u);
+  study.budget_bytes = peak_at(1) - slope + 37 * slope + slope / 2;
+  const CapacityResult result =
+      find_largest_feasible([&](std::int64_t v) { return probe_study(study, v); }, {1, 1 << 16, 8});
+  ASSERT_TRUE(result.largest);
+  EXPECT_EQ(*result.largest, 37);
+  EXPECT_THROW(set_axis(study, ScaleAxis::depth, ""), InputError);
+}
+
 TEST(ScaleStudy, FindsTheBoundaryThatAnExhaustiveScanFinds)
 {
   // keep-all fits exactly when the default schedule's peak fits: the oracle scans every batch.

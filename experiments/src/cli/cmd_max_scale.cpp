@@ -82,8 +82,7 @@ void run(const Options& options, Context& context)
   const std::optional<experiments::ScaleAxis> axis = experiments::scale_axis_from_string(options.axis);
   if (!axis)
     throw InputError("--axis", fmt::format("unknown axis '{}' (valid: batch, width, depth)", options.axis));
-  study.axis = *axis;
-  study.axis_param = experiments::resolve_axis_param(study.generator, study.axis, options.axis_param);
+  experiments::set_axis(study, *axis, options.axis_param);
   const PlannerInfo& planner = planner_registry().get(options.planner);
   study.planner = planner.name;
   study.planner_params = parse_param_assignments(planner, options.params);
@@ -112,8 +111,7 @@ void run(const Options& options, Context& context)
   if (options.min_throughput) {
     // The floor: F x keep-all's samples/s at keep-all's own largest batch.
     ScaleStudy baseline = study;
-    baseline.axis = experiments::ScaleAxis::batch;
-    baseline.axis_param = experiments::resolve_axis_param(study.generator, baseline.axis, "");
+    experiments::set_axis(baseline, experiments::ScaleAxis::batch, "");
     baseline.planner = "keep-all";
     baseline.planner_params = nlohmann::json::object();
     const CapacityResult keep_all = search(baseline, bounds, "keep-all");
@@ -174,10 +172,12 @@ void add_max_scale_command(CLI::App& app, Context& context)
   auto options = std::make_shared<Options>();
   CLI::App* command =
       app.add_subcommand("max-scale",
-                         "The largest batch, width or depth of a generated workload that a planner trains in a budget");
+                         "The largest batch, width or depth of a workload (generated, or a recorded trace rescaled) "
+                         "that a planner trains in a budget");
   command
       ->add_option("--workload", options->workload,
-                   "generator and its parameters: KIND or KIND:k=v,k=v (e.g. transformer:layers=24,hidden=1024)")
+                   "a trace file (rescaled to each batch, as memsim trace rescale does) or a generator and its "
+                   "parameters: KIND or KIND:k=v,k=v (e.g. transformer:layers=24,hidden=1024)")
       ->required();
   command->add_option("--axis", options->axis, "batch, width or depth")->default_val("batch");
   command->add_option(

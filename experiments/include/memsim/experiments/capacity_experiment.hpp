@@ -17,7 +17,7 @@ namespace memsim::experiments {
 inline constexpr const char* kPlotCapacity = "capacity";
 
 // The `search:` block ({axis, axis_param, start, limit, scan, min_throughput}); checks it against the experiment's
-// workloads (generator specs with an integer parameter for the axis) and budgets (absolute sizes).
+// workloads (generator specs with a parameter for the axis, or traces on the batch axis) and budgets (absolute).
 SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment& experiment);
 
 struct CapacityCell {

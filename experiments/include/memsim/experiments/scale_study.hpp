@@ -1,5 +1,6 @@
 #pragma once
-// One capacity study of `memsim max-scale`: a generated workload whose size parameter follows an axis, a planner,
+// One capacity study of `memsim max-scale`: a workload whose size follows an axis (a generator's parameter, or a
+// recorded trace's batch through `memsim trace rescale`), a planner,
 // a machine and a budget. A probe at value v generates the workload with its axis parameter set to v, plans it and
 // simulates the plan (fast engine by default); the value trains when a plan exists and runs within the budget (and,
 // with a throughput floor, keeps samples/s at or above it).
@@ -10,6 +11,7 @@
 #include "memsim/traces/trace.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,8 +22,12 @@ std::string_view to_string(ScaleAxis axis);
 std::optional<ScaleAxis> scale_axis_from_string(std::string_view text);
 
 struct ScaleStudy {
+  // The workload: a generator and its parameters, or a recorded trace that `memsim trace rescale` takes to each
+  // batch (the batch axis only).
   std::string generator;                                      // generator kind (`memsim generators`)
   nlohmann::json generator_params = nlohmann::json::object(); // given values; the axis parameter is overridden
+  std::shared_ptr<const Trace> recorded;                      // set for a recorded trace (shared: cells copy studies)
+  std::string recorded_name;                                  // its file, for messages
   ScaleAxis axis = ScaleAxis::batch;
   std::string axis_param; // the generator's parameter the axis sets
   std::string planner;
@@ -40,7 +46,7 @@ struct SearchSettings {
   std::optional<double> min_throughput; // fraction of keep-all's samples/s at keep-all's largest batch
 };
 
-// "KIND" or "KIND:k=v,k=v" (e.g. "transformer:layers=24,hidden=1024") into a study's generator and given params.
+// A trace file, or "KIND" or "KIND:k=v,k=v" (e.g. "transformer:layers=24,hidden=1024"), into a study's workload.
 // Throws InputError located at `where` for unknown kinds or parameters and malformed values.
 void parse_workload_spec(const std::string& text, ScaleStudy& study, const std::string& where = "--workload");
 
@@ -49,7 +55,12 @@ void parse_workload_spec(const std::string& text, ScaleStudy& study, const std::
 // InputError naming the candidates when there is none.
 std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, const std::string& requested);
 
-// The workload at one value of the axis (generated on the machine's first GPU).
+// Sets the study's axis and the parameter it moves (resolve_axis_param for a generator; "batch" for a recorded
+// trace, which refuses the other axes).
+void set_axis(ScaleStudy& study, ScaleAxis axis, const std::string& requested);
+
+// The workload at one value of the axis: generated on the machine's first GPU, or the recorded trace rescaled to
+// that batch and to that GPU.
 Trace workload_at(const ScaleStudy& study, std::int64_t value);
 
 // Plan + simulate at one value. InputErrors of the generator (a bad value) propagate; no plan, a planner that
