@@ -412,6 +412,12 @@ void validate_plan(const Plan& plan, const Trace& trace, int device_count, const
           throw InputError(fmt::format("{}: at /extra_ops/{}/{}/{}", source_name, i, key, k),
                            fmt::format("no tensor with id {} in trace '{}' or the plan's extra_tensors", (*ids)[k],
                                        trace.name));
+  // Residency is kept per memory the plan can touch: its GPUs (at most the machine's; memsim-cuda passes no machine,
+  // device_count = INT_MAX) and the host.
+  std::int64_t devices_used = 0;
+  for (const Step& step : plan.steps)
+    devices_used = std::max<std::int64_t>(devices_used, std::int64_t{step.device} + 1);
+  const std::int64_t memories = std::min<std::int64_t>(device_count, devices_used) + 1;
   for (const Step& step : plan.steps) {
     auto where = [&](const char* key) { return fmt::format("{}: at /steps/{}/{}", source_name, step.id, key); };
     if (step.device >= device_count)
@@ -420,12 +426,12 @@ void validate_plan(const Plan& plan, const Trace& trace, int device_count, const
     if (step.instance >= step_count)
       throw InputError(where("instance"),
                        fmt::format("instance {} is not below the plan's step count {}", step.instance, step_count));
-    if ((step.instance + 1.0) * static_cast<double>(tensor_count) * (device_count + 1.0) > kMaxResidencySlots)
+    if ((step.instance + 1.0) * static_cast<double>(tensor_count) * static_cast<double>(memories) > kMaxResidencySlots)
       throw InputError(
           where("instance"),
           fmt::format("{} instances × {} tensors × {} memories (GPUs and the host) exceed the limit of {:g} "
                       "residency slots",
-                      step.instance + 1, tensor_count, device_count + 1, kMaxResidencySlots));
+                      std::int64_t{step.instance} + 1, tensor_count, memories, kMaxResidencySlots));
     if (step.peer && (*step.peer < 0 || *step.peer >= device_count || *step.peer == step.device))
       throw InputError(where("peer"), fmt::format("peer {} is not another GPU of the machine", *step.peer));
     if (step.op && (*step.op < 0 || *step.op >= op_count))

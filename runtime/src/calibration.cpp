@@ -160,18 +160,23 @@ std::string machine_yaml(const CalibrationData& data, const std::string& name)
                       microseconds(data.back_to_back_kernel_s));
   std::vector<std::string> fit_notes;
   const GpuEfficiency efficiency = fit_sweeps(data, &fit_notes);
-  text +=
-      fmt::format("    # efficiency(work) = max x work / (work + half), fitted to {} fp32 GEMMs, {} TF32 GEMMs of 3x3\n"
-                  "    # convolution im2col shapes and {} device-to-device copies (traces/src/RESCALING.md)\n",
-                  data.gemm_sweep.size(), data.convolution_sweep.size(), data.memory_sweep.size());
-  for (const std::string& note : fit_notes)
-    text += fmt::format("    # {}\n", note);
-  text += "    efficiency:\n";
-  text += fmt::format("      gemm: {{max: {:.4g}, half_flops: {:.4g}}}\n", efficiency.gemm.max, efficiency.gemm.half);
-  text += fmt::format("      convolution: {{max: {:.4g}, half_flops: {:.4g}}}\n", efficiency.convolution.max,
-                      efficiency.convolution.half);
-  text +=
-      fmt::format("      memory: {{max: {:.4g}, half_bytes: {:.0f}}}\n", efficiency.memory.max, efficiency.memory.half);
+  // Raw files from before the efficiency sweeps have none: they keep the loader's defaults by leaving the block out,
+  // so a refit reproduces the machine file they made.
+  const bool swept = !data.gemm_sweep.empty() || !data.convolution_sweep.empty() || !data.memory_sweep.empty();
+  if (swept) {
+    text += fmt::format(
+        "    # efficiency(work) = max x work / (work + half), fitted to {} fp32 GEMMs, {} TF32 GEMMs of 3x3\n"
+        "    # convolution im2col shapes and {} device-to-device copies (traces/src/RESCALING.md)\n",
+        data.gemm_sweep.size(), data.convolution_sweep.size(), data.memory_sweep.size());
+    for (const std::string& note : fit_notes)
+      text += fmt::format("    # {}\n", note);
+    text += "    efficiency:\n";
+    text += fmt::format("      gemm: {{max: {:.4g}, half_flops: {:.4g}}}\n", efficiency.gemm.max, efficiency.gemm.half);
+    text += fmt::format("      convolution: {{max: {:.4g}, half_flops: {:.4g}}}\n", efficiency.convolution.max,
+                        efficiency.convolution.half);
+    text += fmt::format("      memory: {{max: {:.4g}, half_bytes: {:.0f}}}\n", efficiency.memory.max,
+                        efficiency.memory.half);
+  }
   text += fmt::format("host: {{memory: {}}}\n", data.host_memory_bytes);
   text += "links:\n";
   text += fmt::format("  # H2D {} and D2H {} (least-squares fit over transfers >= 1 MB): the Machine has one\n"
