@@ -88,14 +88,6 @@ std::optional<CapacityResult> read_cached(const std::filesystem::path& file, con
   return result;
 }
 
-const Probe* probe_of(const CapacityResult& result, std::int64_t value)
-{
-  for (const Probe& probe : result.probes)
-    if (probe.value == value)
-      return &probe;
-  return nullptr;
-}
-
 // One search to run or take from the cache.
 struct SearchJob {
   ScaleStudy study;
@@ -375,7 +367,7 @@ CapacitySummary run_capacity_experiment(const Experiment& experiment, const std:
         throw InputError(experiment.source.string(),
                          fmt::format("min_throughput: keep-all trains no batch of workload '{}' at budget {}",
                                      cell.workload, units::format_bytes(static_cast<double>(cell.study.budget_bytes))));
-      floors[cell.index] = *settings.min_throughput * probe_of(baseline, *baseline.largest)->outcome.samples_per_s;
+      floors[cell.index] = *settings.min_throughput * find_probe(baseline, *baseline.largest)->outcome.samples_per_s;
     }
   }
 
@@ -415,7 +407,7 @@ std::string capacity_csv_header()
 std::string capacity_csv_row(const CapacityCell& cell, const CapacityOutcome& outcome)
 {
   const CapacityResult& search = outcome.search;
-  const Probe* best = search.largest ? probe_of(search, *search.largest) : nullptr;
+  const Probe* best = search.largest ? find_probe(search, *search.largest) : nullptr;
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(cell.workload),
                      csv_field(cell.planner_label), csv_field(cell.study.machine.name), cell.study.budget_bytes,
                      optional_number(cell.bandwidth), to_string(cell.study.axis), cell.study.axis_param,

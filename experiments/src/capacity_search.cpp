@@ -36,6 +36,14 @@ private:
 
 } // namespace
 
+const Probe* find_probe(const CapacityResult& result, std::int64_t value)
+{
+  for (const Probe& probe : result.probes)
+    if (probe.value == value)
+      return &probe;
+  return nullptr;
+}
+
 CapacityResult find_largest_feasible(const ProbeFunction& probe, const CapacitySearchOptions& options,
                                      const ProbeObserver& observer)
 {

@@ -50,14 +50,6 @@ nlohmann::json probe_to_json(const Probe& probe)
   return document;
 }
 
-const Probe* probe_of(const CapacityResult& result, std::int64_t value)
-{
-  for (const Probe& probe : result.probes)
-    if (probe.value == value)
-      return &probe;
-  return nullptr;
-}
-
 // One search with a progress line on a terminal (stderr), cleared when it ends.
 CapacityResult search(const ScaleStudy& study, const experiments::CapacitySearchOptions& bounds, const char* label)
 {
@@ -117,7 +109,7 @@ void run(const Options& options, Context& context)
     const CapacityResult keep_all = search(baseline, bounds, "keep-all");
     if (!keep_all.largest)
       throw Infeasible(fmt::format("--min-throughput: keep-all trains no batch from {} on", options.start));
-    const double keep_all_rate = probe_of(keep_all, *keep_all.largest)->outcome.samples_per_s;
+    const double keep_all_rate = find_probe(keep_all, *keep_all.largest)->outcome.samples_per_s;
     study.min_samples_per_s = *options.min_throughput * keep_all_rate;
     floor_document = {{"fraction", *options.min_throughput},
                       {"keep_all_batch", *keep_all.largest},
@@ -126,7 +118,7 @@ void run(const Options& options, Context& context)
   }
   const CapacityResult result = search(study, bounds, study.planner.c_str());
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const Probe* best = result.largest ? probe_of(result, *result.largest) : nullptr;
+  const Probe* best = result.largest ? find_probe(result, *result.largest) : nullptr;
 
   if (options.json) {
     nlohmann::json probes = nlohmann::json::array();

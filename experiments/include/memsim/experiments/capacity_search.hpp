@@ -35,6 +35,9 @@ struct CapacityResult {
   std::vector<Probe> probes;           // in the order they ran (each value at most once)
 };
 
+// The probe of `value` in a result (the largest value's, for its time and samples/s); nullptr if never probed.
+const Probe* find_probe(const CapacityResult& result, std::int64_t value);
+
 using ProbeFunction = std::function<ProbeOutcome(std::int64_t value)>;
 // Called after each probe (progress lines).
 using ProbeObserver = std::function<void(const Probe& probe, std::size_t probes_so_far)>;
