@@ -286,46 +286,38 @@ SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment&
 std::vector<CapacityCell> expand_capacity_cells(const Experiment& experiment)
 {
   const SearchSettings& settings = experiment.search.value();
-  std::vector<std::optional<double>> bandwidths;
-  for (double bandwidth : experiment.bandwidths)
-    bandwidths.emplace_back(bandwidth);
-  if (bandwidths.empty())
-    bandwidths.emplace_back(std::nullopt);
   std::map<std::string, std::shared_ptr<const Trace>> recorded; // one copy of each recorded trace for all its cells
   for (const Workload& workload : experiment.workloads)
     if (workload.generator.is_null())
       recorded.emplace(workload.name, std::make_shared<const Trace>(workload.trace));
   std::vector<CapacityCell> cells;
-  for (const Workload& workload : experiment.workloads)
-    for (const PlannerChoice& planner : experiment.planners)
-      for (const BudgetChoice& budget : experiment.budgets)
-        for (const std::optional<double>& bandwidth : bandwidths) {
-          CapacityCell cell;
-          cell.index = cells.size();
-          cell.workload = workload.name;
-          cell.planner_label = planner.label;
-          cell.bandwidth = bandwidth;
-          ScaleStudy& study = cell.study;
-          if (workload.generator.is_null()) {
-            study.recorded = recorded.at(workload.name);
-            study.recorded_name = workload.trace_file.string();
-          } else {
-            study.generator = workload.generator.at("kind").get<std::string>();
-            study.generator_params = workload.generator;
-            study.generator_params.erase("kind");
-          }
-          set_axis(study, settings.axis, settings.axis_param);
-          study.planner = planner.name;
-          study.planner_params = planner.params;
-          study.machine = experiment.machine;
-          if (bandwidth)
-            study.machine.set_host_link_bandwidth(*bandwidth);
-          study.budget_bytes = *budget.bytes;
-          study.simulation = experiment.simulation;
-          study.simulation.engine = EngineKind::fast; // many simulations in one process
-          study.simulation.record_timeline = false;
-          cells.push_back(std::move(cell));
-        }
+  for_each_grid_point(experiment, [&](const GridPoint& point) {
+    CapacityCell cell;
+    cell.index = cells.size();
+    cell.workload = point.workload.name;
+    cell.planner_label = point.planner.label;
+    cell.bandwidth = point.bandwidth;
+    ScaleStudy& study = cell.study;
+    if (point.workload.generator.is_null()) {
+      study.recorded = recorded.at(point.workload.name);
+      study.recorded_name = point.workload.trace_file.string();
+    } else {
+      study.generator = point.workload.generator.at("kind").get<std::string>();
+      study.generator_params = point.workload.generator;
+      study.generator_params.erase("kind");
+    }
+    set_axis(study, settings.axis, settings.axis_param);
+    study.planner = point.planner.name;
+    study.planner_params = point.planner.params;
+    study.machine = experiment.machine;
+    if (point.bandwidth)
+      study.machine.set_host_link_bandwidth(*point.bandwidth);
+    study.budget_bytes = *point.budget.bytes;
+    study.simulation = experiment.simulation;
+    study.simulation.engine = EngineKind::fast; // many simulations in one process
+    study.simulation.record_timeline = false;
+    cells.push_back(std::move(cell));
+  });
   return cells;
 }
 

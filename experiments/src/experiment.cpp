@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace memsim::experiments {
@@ -412,46 +413,50 @@ void materialize_workloads(Experiment& experiment, const std::filesystem::path& 
   }
 }
 
+void for_each_grid_point(const Experiment& experiment, const std::function<void(const GridPoint&)>& visit)
+{
+  std::vector<std::optional<double>> bandwidths(experiment.bandwidths.begin(), experiment.bandwidths.end());
+  if (bandwidths.empty())
+    bandwidths.emplace_back(std::nullopt);
+  for (const Workload& workload : experiment.workloads)
+    for (const PlannerChoice& planner : experiment.planners)
+      for (const BudgetChoice& budget : experiment.budgets)
+        for (const std::optional<double>& bandwidth : bandwidths)
+          visit({workload, planner, budget, bandwidth});
+}
+
 std::vector<Cell> expand_cells(const Experiment& experiment)
 {
   const double own_bandwidth = own_host_bandwidth(experiment.machine);
-  std::vector<std::optional<double>> bandwidths;
-  for (double bandwidth : experiment.bandwidths)
-    bandwidths.emplace_back(bandwidth);
-  if (bandwidths.empty())
-    bandwidths.emplace_back(std::nullopt);
-
+  std::map<const Workload*, std::string> trace_hashes; // one hash per workload, not per cell
+  for (const Workload& workload : experiment.workloads)
+    trace_hashes.emplace(&workload, stable_hash(trace_to_json(workload.trace).dump()));
   std::vector<Cell> cells;
-  for (const Workload& workload : experiment.workloads) {
-    const std::string trace_hash = stable_hash(trace_to_json(workload.trace).dump());
-    for (const PlannerChoice& planner : experiment.planners)
-      for (const BudgetChoice& budget : experiment.budgets)
-        for (const std::optional<double>& bandwidth : bandwidths) {
-          Cell cell;
-          cell.index = cells.size();
-          cell.workload = workload.name;
-          cell.trace_file = workload.trace_file;
-          cell.trace_hash = trace_hash;
-          cell.machine = experiment.machine.name;
-          cell.machine_file = experiment.machine_file;
-          cell.machine_hash = experiment.machine_hash;
-          cell.planner_label = planner.label;
-          cell.planner = planner.name;
-          cell.params = planner.params;
-          if (budget.bytes) {
-            cell.budget_bytes = *budget.bytes;
-          } else {
-            cell.budget_fraction = budget.fraction_of_peak;
-            cell.budget_bytes = static_cast<std::uint64_t>(
-                std::floor(*budget.fraction_of_peak * static_cast<double>(workload.default_peak_bytes)));
-          }
-          cell.bandwidth_override = bandwidth;
-          cell.bandwidth_bytes_per_s = bandwidth ? *bandwidth : own_bandwidth;
-          cell.engine = experiment.simulation.engine;
-          cell.allocator = experiment.simulation.allocator;
-          cells.push_back(std::move(cell));
-        }
-  }
+  for_each_grid_point(experiment, [&](const GridPoint& point) {
+    Cell cell;
+    cell.index = cells.size();
+    cell.workload = point.workload.name;
+    cell.trace_file = point.workload.trace_file;
+    cell.trace_hash = trace_hashes.at(&point.workload);
+    cell.machine = experiment.machine.name;
+    cell.machine_file = experiment.machine_file;
+    cell.machine_hash = experiment.machine_hash;
+    cell.planner_label = point.planner.label;
+    cell.planner = point.planner.name;
+    cell.params = point.planner.params;
+    if (point.budget.bytes) {
+      cell.budget_bytes = *point.budget.bytes;
+    } else {
+      cell.budget_fraction = point.budget.fraction_of_peak;
+      cell.budget_bytes = static_cast<std::uint64_t>(
+          std::floor(*point.budget.fraction_of_peak * static_cast<double>(point.workload.default_peak_bytes)));
+    }
+    cell.bandwidth_override = point.bandwidth;
+    cell.bandwidth_bytes_per_s = point.bandwidth ? *point.bandwidth : own_bandwidth;
+    cell.engine = experiment.simulation.engine;
+    cell.allocator = experiment.simulation.allocator;
+    cells.push_back(std::move(cell));
+  });
   return cells;
 }
 

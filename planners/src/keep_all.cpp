@@ -1,5 +1,7 @@
 // keep-all: the framework's default schedule. Every op in trace order; every tensor stays until the framework
 // released it (free_after) or its last use.
+#include "default_schedule.hpp"
+
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
 #include "memsim/planners/planner.hpp"
@@ -8,6 +10,20 @@
 #include <fmt/format.h>
 
 namespace memsim {
+
+Plan default_schedule(const Trace& trace, const TraceAnalysis& analysis)
+{
+  Plan plan;
+  PlanBuilder builder(plan);
+  for (const Op& op : trace.ops) {
+    builder.compute(op.id);
+    for (TensorId id : analysis.released_after(op.id))
+      builder.free(id);
+  }
+  plan.estimate.peak_bytes = analysis.default_profile().peak_bytes;
+  return plan;
+}
+
 namespace {
 
 Plan plan_keep_all(const Trace& trace, const Machine&, const PlanRequest& request, const NoOptions&)
@@ -19,15 +35,7 @@ Plan plan_keep_all(const Trace& trace, const Machine&, const PlanRequest& reques
                                  units::format_bytes(static_cast<double>(profile.peak_bytes)), profile.peak_bytes,
                                  profile.peak_op, trace.op(profile.peak_op).name,
                                  units::format_bytes(static_cast<double>(request.budget_bytes)), request.budget_bytes));
-  Plan plan;
-  PlanBuilder builder(plan);
-  for (const Op& op : trace.ops) {
-    builder.compute(op.id);
-    for (TensorId id : analysis.released_after(op.id))
-      builder.free(id);
-  }
-  plan.estimate.peak_bytes = profile.peak_bytes;
-  return plan;
+  return default_schedule(trace, analysis);
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 
 #include "test_files.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -225,6 +226,36 @@ TEST(TraceFiles, SyntaxErrorsNameTheByte)
   const std::string message = load_error([&] { (void)trace_from_text(deep, "t.json"); });
   EXPECT_NE(message.find("t.json: byte "), std::string::npos) << message;
   EXPECT_NE(message.find("nesting deeper than 1024 levels"), std::string::npos) << message;
+}
+
+// The executor keeps a residency slot per (instance, tensor) on every memory the plan touches; a plan whose
+// instances x tensors x memories exceed 2^28 is refused at load time (README, Limits) instead of hanging the executor.
+TEST(PlanFiles, ResidencySlotsAreBounded)
+{
+  constexpr int kTensors = 1 << 14;
+  Trace trace;
+  trace.name = "many-tensors";
+  for (int id = 0; id < kTensors; ++id)
+    trace.tensors.push_back({id, fmt::format("t{}", id), 4, TensorKind::activation, std::nullopt, {}, {}});
+  Op op;
+  op.name = "op";
+  op.outputs = {0};
+  trace.ops = {op};
+  Plan plan;
+  auto plan_with_last_instance = [&](int last_instance) {
+    plan.steps.clear();
+    PlanBuilder build(plan);
+    for (int step = 0; step < last_instance; ++step)
+      build.compute(0);
+    build.compute(0, {}, 0, last_instance);
+    return plan;
+  };
+  // 2^13 instances x 2^14 tensors x 2 memories (one GPU and the host) = 2^28: at the limit, accepted.
+  validate_plan(plan_with_last_instance((1 << 13) - 1), trace, 1, "p.json");
+  // One instance more is over it, and the message says which step and why.
+  EXPECT_EQ(load_error([&] { validate_plan(plan_with_last_instance(1 << 13), trace, 1, "p.json"); }),
+            "p.json: at /steps/8192/instance: 8193 instances × 16384 tensors × 2 memories (GPUs and the host) exceed "
+            "the limit of 2.68435e+08 residency slots");
 }
 
 TEST(PlanFiles, LocatedMessagesInStepsAndExtras)

@@ -1,14 +1,16 @@
 // Online memory policies on hand-made traces whose answers are worked out by hand: lru-swap's victim order, the
-// stall of an on-demand fetch, evict + rematerialize (a DTR-like test policy), and the realized plan, whose replay
-// without a policy must give the same run. Every scenario runs on the fast engine in-process and on SimGrid in a
-// forked child (one SimGrid engine per process).
+// stall of an on-demand fetch, evict + rematerialize (a DTR-like test policy), the realized plan, whose replay
+// without a policy must give the same run, and the online planner that returns it. Every scenario runs on the fast
+// engine in-process and on SimGrid in a forked child (one SimGrid engine per process).
 #include "simulate_in_child.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/policy_registry.hpp"
 #include "memsim/planners/plan.hpp"
+#include "memsim/planners/planner.hpp"
 #include "memsim/sim/memory_policy.hpp"
 #include "memsim/sim/simulator.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -379,6 +381,45 @@ TEST(MemoryPolicy, ThePlanPolicyFieldRoundTrips)
   EXPECT_EQ(plan_to_json(back), document);
   plan.policy.reset();
   EXPECT_FALSE(plan_to_json(plan).contains("policy"));
+}
+
+// The online planner: keep-all's schedule run under the policy at the budget, returned as the realized plan. Below
+// keep-all's peak keep-all has no plan, the online planner has one with the policy's offloads and fetches as steps,
+// and replaying it with no policy on either engine gives its estimate.
+TEST(OnlinePlanner, RunsTheDefaultScheduleUnderThePolicyAndReturnsWhatHappened)
+{
+  const Trace trace = lru_trace();
+  const Machine machine = one_gpu_machine();
+  const std::uint64_t peak = TraceAnalysis(trace).default_profile().peak_bytes;
+  PlanRequest request;
+  request.budget_bytes = peak - kMB;
+  EXPECT_THROW((void)make_plan("keep-all", trace, machine, request), Infeasible);
+  request.params = {{"policy", "lru-swap"}};
+  const Plan plan = make_plan("online", trace, machine, request);
+  EXPECT_FALSE(plan.policy.has_value());
+  EXPECT_EQ(plan.budget_bytes, peak - kMB);
+  const auto count = [&](StepKind kind) {
+    return std::count_if(plan.steps.begin(), plan.steps.end(), [&](const Step& step) { return step.kind == kind; });
+  };
+  EXPECT_GE(count(StepKind::offload), 1);
+  EXPECT_EQ(count(StepKind::compute), static_cast<std::ptrdiff_t>(trace.ops.size()));
+  for (EngineKind engine : {EngineKind::fast, EngineKind::simgrid}) {
+    const RunResult replay = run(engine, trace, machine, plan);
+    ASSERT_TRUE(replay.metrics.feasible) << (replay.error ? replay.error->message : "");
+    ASSERT_TRUE(plan.estimate.iteration_time_s.has_value());
+    EXPECT_DOUBLE_EQ(replay.metrics.iteration_time_s, *plan.estimate.iteration_time_s);
+    EXPECT_EQ(replay.metrics.peak_device_bytes, plan.estimate.peak_bytes);
+    EXPECT_LE(replay.metrics.peak_device_bytes, peak - kMB);
+    // Offloads and fetches take time the default schedule does not spend.
+    EXPECT_GT(replay.metrics.iteration_time_s, 0.001 * static_cast<double>(trace.ops.size()));
+  }
+  // The policy's own parameters: lru-swap may not offload any of these 1-2 MB tensors, so nothing fits.
+  request.params = {{"policy", "lru-swap"}, {"policy_params", "min_bytes=3000000"}};
+  EXPECT_THROW((void)make_plan("online", trace, machine, request), Infeasible);
+  request.params = {{"policy", "no-such-policy"}};
+  EXPECT_THROW((void)make_plan("online", trace, machine, request), InputError);
+  request.params = {{"policy", "lru-swap"}, {"policy_params", "min_bytes=-1"}};
+  EXPECT_THROW((void)make_plan("online", trace, machine, request), InputError);
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,6 +88,16 @@ struct Cell {
   EngineKind engine = EngineKind::simgrid;
   AllocatorKind allocator = AllocatorKind::bytes;
 };
+
+// The sweep grid in its stable order: workloads x planners x budgets x host-link bandwidths (nullopt: the machine's
+// own, when the sweep sets none). Simulation cells and capacity searches both expand it.
+struct GridPoint {
+  const Workload& workload;
+  const PlannerChoice& planner;
+  const BudgetChoice& budget;
+  std::optional<double> bandwidth;
+};
+void for_each_grid_point(const Experiment& experiment, const std::function<void(const GridPoint&)>& visit);
 
 std::vector<Cell> expand_cells(const Experiment& experiment);
 

@@ -32,4 +32,8 @@ struct SimOptions {
 // call it at most once per process (SimGrid's Engine is a singleton); the fast engine has no such limit.
 RunResult simulate(const Trace& trace, const Machine& machine, const Plan& plan, const SimOptions& options = {});
 
+// The fast engine alone, whatever options.engine says: library memsim_fast, no SimGrid, re-entrant. For planners
+// that evaluate their plans by simulation and for the policy planner.
+RunResult simulate_fast(const Trace& trace, const Machine& machine, const Plan& plan, const SimOptions& options = {});
+
 } // namespace memsim
