@@ -4,14 +4,15 @@
     plot_results.py results.csv --out DIR --plots time_vs_budget,peak_vs_budget
 
 One PNG per plot kind (DIR/<kind>.png), one panel per (workload, host-link bandwidth), one line per
-planner. Infeasible cells have no point. Run with Debian's /usr/bin/python3 (python3-matplotlib).
+planner. Infeasible cells have no point. throughput_vs_batch (an experiment with sweep.batch) has one panel per
+(base workload, budget, bandwidth): samples/s against the batch, as TSPLIT's Figures 12 and 13. Run with Debian's /usr/bin/python3 (python3-matplotlib).
 """
 import argparse
 import csv
 import math
 import sys
 
-PLOTS = ("time_vs_budget", "peak_vs_budget", "overhead_vs_budget", "overhead_vs_bandwidth")
+PLOTS = ("time_vs_budget", "peak_vs_budget", "overhead_vs_budget", "overhead_vs_bandwidth", "throughput_vs_batch")
 
 try:
     import matplotlib
@@ -211,6 +212,55 @@ def draw_overhead(kind, rows, out_path):
     plt.close(figure)
 
 
+def draw_throughput(rows, out_path):
+    if "batch" not in rows[0]:
+        raise SystemExit("plot_results.py: throughput_vs_batch needs the batch column (an experiment with sweep.batch)")
+    groups = {}
+    for row in rows:
+        key = (row["base_workload"], int(row["budget_bytes"]), float(row["bandwidth_bytes_per_s"]))
+        groups.setdefault(key, []).append(row)
+    count = len(groups)
+    columns = min(count, 3)
+    lines = math.ceil(count / columns)
+    figure, axes = plt.subplots(lines, columns, figsize=(6.4 * columns, 4.6 * lines), squeeze=False)
+    markers = "osD^v<>ph*"
+    legend = {}
+    for panel, ((workload, budget, bandwidth), group) in enumerate(groups.items()):
+        axis = axes[panel // columns][panel % columns]
+        for index, planner in enumerate(planners_of(group)):
+            mine = [r for r in group if r["planner"] == planner]
+            points = sorted((int(r["batch"]), float(r["samples_per_s"])) for r in mine
+                            if r["feasible"] == "true" and r["samples_per_s"])
+            line = axis.plot([b for b, _ in points], [v for _, v in points], marker=markers[index % len(markers)],
+                             linewidth=1.6, markersize=5, label=planner)[0]
+            failed = [int(r["batch"]) for r in mine if r["feasible"] != "true"]
+            if failed:
+                axis.plot(failed, [0] * len(failed), linestyle="none", marker="x", markersize=8,
+                          markeredgewidth=2, color=line.get_color(), clip_on=False, zorder=5)
+        if any(r["feasible"] != "true" for r in group):
+            axis.plot([], [], linestyle="none", marker="x", color="black", label="infeasible (no plan / OOM)")
+        axis.set_xlabel("batch")
+        axis.set_ylabel("samples/s")
+        axis.set_ylim(bottom=0)
+        machine = group[0].get("machine", "")
+        name, scale = byte_unit(budget)
+        axis.set_title(f"{workload} on {machine}, budget {budget / scale:.3g} {name}, host link "
+                       f"{bandwidth / 1e9:g} GB/s", fontsize=10)
+        axis.grid(True, alpha=0.3)
+        for handle, label in zip(*axis.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    for panel in range(count, lines * columns):
+        axes[panel // columns][panel % columns].axis("off")
+    figure.suptitle("Throughput vs batch")
+    columns_in_legend = min(len(legend), 3 * columns)
+    legend_lines = math.ceil(len(legend) / columns_in_legend)
+    figure.legend(list(legend.values()), list(legend.keys()), loc="lower center", ncol=columns_in_legend,
+                  fontsize=9, frameon=False)
+    figure.tight_layout(rect=(0, 0.035 * legend_lines / lines + 0.02, 1, 1))
+    figure.savefig(out_path, dpi=110)
+    plt.close(figure)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", help="results.csv from memsim run")
@@ -227,6 +277,8 @@ def main():
     for kind in kinds:
         if kind.startswith("overhead_"):
             draw_overhead(kind, rows, f"{arguments.out}/{kind}.png")
+        elif kind == "throughput_vs_batch":
+            draw_throughput(rows, f"{arguments.out}/{kind}.png")
         else:
             draw(kind, rows, f"{arguments.out}/{kind}.png")
 

@@ -3,6 +3,7 @@
 
 #include "memsim/common/files.hpp"
 #include "memsim/experiments/processes.hpp"
+#include "memsim/experiments/scale_study.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/json_io.hpp"
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 
 namespace memsim::experiments {
@@ -273,6 +275,66 @@ std::vector<double> load_bandwidths(const yaml_io::Node& node)
   return bandwidths;
 }
 
+std::vector<std::int64_t> load_batches(const yaml_io::Node& node)
+{
+  if (node.size() == 0)
+    node.fail("the batch axis needs at least one value");
+  std::vector<std::int64_t> batches;
+  std::set<std::int64_t> seen;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    yaml_io::Node item = node.item(i);
+    const std::int64_t batch = item.as_int();
+    if (batch < 1 || batch > std::numeric_limits<int>::max())
+      item.fail(fmt::format("a batch must be between 1 and {}, found {}", std::numeric_limits<int>::max(), batch));
+    if (!seen.insert(batch).second)
+      item.fail(fmt::format("duplicate batch {}", batch));
+    batches.push_back(batch);
+  }
+  return batches;
+}
+
+// Each workload at each batch, as a capacity search's probe makes it: a generator's `batch` parameter set, or a
+// recorded trace rescaled through the cost model (memsim trace rescale). Named "<name>-b<batch>"; the rescaled and
+// generated traces are written to OUT/workloads by materialize_workloads.
+std::vector<Workload> workloads_at_batches(const std::vector<Workload>& workloads,
+                                           const std::vector<std::int64_t>& batches, const Machine& machine)
+{
+  std::vector<Workload> expanded;
+  for (const Workload& workload : workloads) {
+    ScaleStudy study;
+    study.machine = machine;
+    if (workload.generator.is_null()) {
+      study.recorded = std::make_shared<const Trace>(workload.trace);
+      study.recorded_name = workload.trace_file.string();
+    } else {
+      study.generator = workload.generator.at("kind").get<std::string>();
+      study.generator_params = workload.generator;
+      study.generator_params.erase("kind");
+    }
+    for (std::int64_t batch : batches) {
+      Workload at;
+      at.name = fmt::format("{}-b{}", workload.name, batch);
+      at.where = workload.where;
+      at.base = workload.name;
+      at.batch = batch;
+      try {
+        set_axis(study, ScaleAxis::batch, "");
+        at.trace = workload_at(study, batch);
+      } catch (const InputError& error) {
+        throw InputError(workload.where,
+                         fmt::format("workload '{}' at batch {}: {}", workload.name, batch, error.message()));
+      }
+      if (!workload.generator.is_null()) {
+        at.generator = workload.generator;
+        at.generator["batch"] = batch;
+      }
+      at.default_peak_bytes = default_memory_profile(at.trace).peak_bytes;
+      expanded.push_back(std::move(at));
+    }
+  }
+  return expanded;
+}
+
 // The bottleneck of gpu0's path to the host: the bandwidth a cell has when the sweep does not set it.
 double own_host_bandwidth(const Machine& machine)
 {
@@ -298,7 +360,7 @@ Json optional_number(const std::optional<double>& value) { return value ? Json(*
 std::vector<std::string> known_plots()
 {
   // overhead_*: iteration time over the ideal time, minus one (the chain planners' paper, issue 4)
-  return {kPlotTimeVsBudget, kPlotPeakVsBudget, "overhead_vs_budget", "overhead_vs_bandwidth"};
+  return {kPlotTimeVsBudget, kPlotPeakVsBudget, "overhead_vs_budget", "overhead_vs_bandwidth", kPlotThroughputVsBatch};
 }
 
 Experiment load_experiment(const std::filesystem::path& path, const std::filesystem::path& presets_dir)
@@ -342,11 +404,17 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
 
   if (root.has("sweep")) {
     yaml_io::Node sweep = root.at("sweep");
-    sweep.only_keys({"budget", "bandwidth"});
+    sweep.only_keys({"budget", "bandwidth", "batch"});
     if (sweep.has("budget"))
       experiment.budgets = load_budgets(sweep.at("budget"));
     if (sweep.has("bandwidth"))
       experiment.bandwidths = load_bandwidths(sweep.at("bandwidth"));
+    if (sweep.has("batch")) {
+      if (root.has("search"))
+        sweep.at("batch").fail("a search experiment searches its own axis: it cannot also sweep the batch");
+      experiment.batches = load_batches(sweep.at("batch"));
+      experiment.workloads = workloads_at_batches(experiment.workloads, experiment.batches, experiment.machine);
+    }
   }
   if (experiment.budgets.empty())
     experiment.budgets.push_back(BudgetChoice{experiment.machine.gpus.at(0).memory, std::nullopt});
@@ -363,6 +431,8 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
         std::string plot = plots.item(i).as_string();
         if (std::find(valid.begin(), valid.end(), plot) == valid.end())
           plots.item(i).fail(fmt::format("unknown plot '{}' (valid: {})", plot, join(valid)));
+        if (plot == kPlotThroughputVsBatch && experiment.batches.empty())
+          plots.item(i).fail(fmt::format("plot '{}' needs a batch axis (sweep.batch: [32, 64, ...])", plot));
         if (std::find(experiment.plots.begin(), experiment.plots.end(), plot) == experiment.plots.end())
           experiment.plots.push_back(plot);
       }
@@ -455,6 +525,8 @@ std::vector<Cell> expand_cells(const Experiment& experiment)
     cell.bandwidth_bytes_per_s = point.bandwidth ? *point.bandwidth : own_bandwidth;
     cell.engine = experiment.simulation.engine;
     cell.allocator = experiment.simulation.allocator;
+    cell.base_workload = point.workload.base;
+    cell.batch = point.workload.batch;
     cells.push_back(std::move(cell));
   });
   return cells;
@@ -482,6 +554,10 @@ Json cell_to_json(const Cell& cell)
     document["engine"] = std::string(to_string(cell.engine));
   if (cell.allocator != AllocatorKind::bytes)
     document["allocator"] = std::string(to_string(cell.allocator));
+  if (cell.batch) {
+    document["base_workload"] = cell.base_workload;
+    document["batch"] = *cell.batch;
+  }
   return document;
 }
 
@@ -490,7 +566,7 @@ Cell cell_from_json(const Json& document, const std::string& source_name)
   json_io::Node root(document, source_name);
   root.only_keys({"cell_format", "index", "workload", "trace_file", "trace_hash", "machine", "machine_file",
                   "machine_hash", "planner_label", "planner", "params", "budget_bytes", "budget_fraction",
-                  "bandwidth_override", "bandwidth_bytes_per_s", "engine", "allocator"});
+                  "bandwidth_override", "bandwidth_bytes_per_s", "engine", "allocator", "base_workload", "batch"});
   if (root.at("cell_format").as_int() != kCellFormat)
     root.at("cell_format").fail(fmt::format("unsupported cell format (this build reads {})", kCellFormat));
   Cell cell;
@@ -521,6 +597,10 @@ Cell cell_from_json(const Json& document, const std::string& source_name)
     if (!allocator)
       root.at("allocator").fail("unknown allocator");
     cell.allocator = *allocator;
+  }
+  if (root.has("batch")) {
+    cell.base_workload = root.at("base_workload").as_string();
+    cell.batch = root.at("batch").as_int();
   }
   return cell;
 }
@@ -668,17 +748,18 @@ bool has_several_iterations(const std::vector<CellResult>& results)
                      [](const CellResult& result) { return result.metrics.iteration_times_s.size() > 1; });
 }
 
-std::string csv_header(bool iterations)
+std::string csv_header(bool iterations, bool batches)
 {
   return std::string("workload,machine,planner,budget_bytes,bandwidth_bytes_per_s,feasible,iteration_time_s,"
                      "ideal_time_s,stall_time_s,recompute_time_s,peak_device_bytes,h2d_bytes,d2h_bytes,"
                      "compute_busy_s,p2p_bytes,peak_host_bytes,budget_fraction,planner_name,params,infeasible_stage,"
                      "reason") +
          (iterations ? ",iterations,steady_iteration_time_s,iteration_times_s" : "") +
-         ",samples_per_s,pcie_h2d_utilization,pcie_d2h_utilization,swapped_bytes,recomputed_bytes";
+         ",samples_per_s,pcie_h2d_utilization,pcie_d2h_utilization,swapped_bytes,recomputed_bytes" +
+         (batches ? ",base_workload,batch" : "");
 }
 
-std::string csv_row(const Cell& cell, const CellResult& result, bool iterations)
+std::string csv_row(const Cell& cell, const CellResult& result, bool iterations, bool batches)
 {
   const Metrics& m = result.metrics;
   // Infeasible rows leave the measurements empty: a plan that did not run has no iteration time.
@@ -720,6 +801,10 @@ std::string csv_row(const Cell& cell, const CellResult& result, bool iterations)
   fields.push_back(measured(format_number(m.pcie_d2h_utilization)));
   fields.push_back(measured(fmt::format("{}", m.swapped_bytes)));
   fields.push_back(measured(fmt::format("{}", m.recomputed_bytes)));
+  if (batches) {
+    fields.push_back(csv_field(cell.base_workload));
+    fields.push_back(cell.batch ? fmt::format("{}", *cell.batch) : std::string());
+  }
   std::string row;
   for (std::size_t i = 0; i < fields.size(); ++i)
     row += (i == 0 ? "" : ",") + fields[i];

@@ -277,7 +277,60 @@ TEST_F(LoaderTest, UnknownPlot)
 {
   EXPECT_EQ(error_of(head() + "planners: [keep-all]\noutputs:\n  plots: [time_vs_bw]\n"),
             file() + ":9:11: outputs.plots[0]: unknown plot 'time_vs_bw' (valid: time_vs_budget, peak_vs_budget, "
-                     "overhead_vs_budget, overhead_vs_bandwidth)");
+                     "overhead_vs_budget, overhead_vs_bandwidth, throughput_vs_batch)");
+}
+
+// sweep.batch: every workload at every batch, named <name>-b<batch>. A recorded trace is rescaled (activations with
+// the batch, weights not); a generator is run with its `batch` set, giving the trace it gives for that batch directly.
+TEST_F(LoaderTest, BatchSweepExpandsEachWorkloadPerBatch)
+{
+  const std::string workloads = "  - {name: net, generate: {kind: cnn, depth: 2, batch: 8}}\n"
+                                "planners: [keep-all]\n";
+  const Experiment swept =
+      load(head() + workloads + "sweep: {batch: [2, 3]}\noutputs: {plots: [throughput_vs_batch]}\n");
+  ASSERT_EQ(swept.workloads.size(), 4u);
+  EXPECT_EQ(swept.workloads[0].name, "chain-b2");
+  EXPECT_EQ(swept.workloads[1].name, "chain-b3");
+  EXPECT_EQ(swept.workloads[3].name, "net-b3");
+  EXPECT_EQ(swept.workloads[3].base, "net");
+  EXPECT_EQ(swept.workloads[3].batch, 3);
+  const Experiment plain = load(head() + workloads);
+  const Trace& recorded = plain.workloads[0].trace;
+  const Trace& tripled = swept.workloads[1].trace;
+  EXPECT_EQ(tripled.source.batch, 3);
+  EXPECT_EQ(tripled.tensor(5).bytes, 3 * recorded.tensor(5).bytes); // activation a0: 4 MB at batch 1
+  EXPECT_EQ(tripled.tensor(1).bytes, recorded.tensor(1).bytes);     // weight w0
+  std::string direct = head() + workloads;
+  direct.replace(direct.find("batch: 8"), 8, "batch: 2");
+  EXPECT_EQ(trace_to_json(swept.workloads[2].trace), trace_to_json(load(direct).workloads[1].trace));
+  EXPECT_EQ(swept.workloads[2].generator["batch"], 2);
+
+  const std::vector<Cell> cells = expand_cells(swept);
+  ASSERT_EQ(cells.size(), 4u);
+  EXPECT_EQ(cells[1].base_workload, "chain");
+  EXPECT_EQ(cells[1].batch, 3);
+  const Cell back = cell_from_json(cell_to_json(cells[1]), "cell.json");
+  EXPECT_EQ(back.batch, 3);
+  EXPECT_EQ(back.base_workload, "chain");
+  // Cells of an experiment without the axis keep their keys (and cached results).
+  EXPECT_FALSE(cell_to_json(expand_cells(plain)[0]).contains("batch"));
+  EXPECT_THAT(csv_header(false, true), ::testing::EndsWith(",recomputed_bytes,base_workload,batch"));
+  EXPECT_THAT(csv_row(cells[1], CellResult{}, false, true), ::testing::EndsWith(",chain,3"));
+}
+
+TEST_F(LoaderTest, BatchSweepErrorsAreLocated)
+{
+  const std::string planners = "planners: [keep-all]\n";
+  EXPECT_EQ(error_of(head() + planners + "sweep: {batch: [2, 0]}\n"),
+            file() + ":8:20: sweep.batch[1]: a batch must be between 1 and 2147483647, found 0");
+  EXPECT_EQ(error_of(head() + planners + "sweep: {batch: [2, 2]}\n"),
+            file() + ":8:20: sweep.batch[1]: duplicate batch 2");
+  EXPECT_EQ(error_of(head() + planners + "outputs: {plots: [throughput_vs_batch]}\n"),
+            file() + ":8:19: outputs.plots[0]: plot 'throughput_vs_batch' needs a batch axis (sweep.batch: [32, "
+                     "64, ...])");
+  EXPECT_THAT(error_of(head() + planners + "sweep: {batch: [2]}\nsearch: {axis: batch}\n"),
+              HasSubstr(":8:16: sweep.batch: a search experiment searches its own axis: it cannot also sweep the "
+                        "batch"));
 }
 
 TEST_F(LoaderTest, BadJobs)

@@ -26,6 +26,9 @@ struct Workload {
   Trace trace;
   std::uint64_t default_peak_bytes = 0; // keep-all under the default schedule: the base of fraction_of_peak
   std::string where;                    // "exp.yaml:7:5" for messages
+  // Set by a `sweep.batch` axis: this is workload `base` (as the file names it) at this batch, named "<base>-b<batch>".
+  std::string base;
+  std::optional<std::int64_t> batch;
 };
 
 struct PlannerChoice {
@@ -42,6 +45,7 @@ struct BudgetChoice {
 
 inline constexpr const char* kPlotTimeVsBudget = "time_vs_budget";
 inline constexpr const char* kPlotPeakVsBudget = "peak_vs_budget";
+inline constexpr const char* kPlotThroughputVsBatch = "throughput_vs_batch"; // samples/s per planner (sweep.batch)
 std::vector<std::string> known_plots();
 
 struct Experiment {
@@ -54,6 +58,7 @@ struct Experiment {
   std::vector<PlannerChoice> planners;
   std::vector<BudgetChoice> budgets; // never empty (absent in YAML: the GPU's memory)
   std::vector<double> bandwidths;    // empty: the machine's own host links
+  std::vector<std::int64_t> batches; // sweep.batch: workloads were expanded to one per batch
   std::vector<std::string> plots;
   unsigned jobs = 0;     // 0: the core count
   SimOptions simulation; // `engine:` and `allocator:`; the defaults (simgrid, bytes) when absent
@@ -85,6 +90,8 @@ struct Cell {
   std::optional<double> budget_fraction;    // set when the budget is a fraction of the default peak
   std::optional<double> bandwidth_override; // host-link bandwidth set by the sweep
   double bandwidth_bytes_per_s = 0;         // the override, or the machine's own gpu0<->host bottleneck
+  std::string base_workload;                // with `batch`: set by a sweep.batch axis (Workload::base)
+  std::optional<std::int64_t> batch;
   EngineKind engine = EngineKind::simgrid;
   AllocatorKind allocator = AllocatorKind::bytes;
 };
@@ -126,8 +133,9 @@ CellResult cell_result_from_json(const nlohmann::json& document, const std::stri
 // The iteration columns (iterations, steady_iteration_time_s, iteration_times_s as a ';'-separated list) are
 // written only when some cell ran more than one iteration, so single-iteration experiments keep their columns.
 bool has_several_iterations(const std::vector<CellResult>& results);
-std::string csv_header(bool iterations = false);
-std::string csv_row(const Cell& cell, const CellResult& result, bool iterations = false);
+// `iterations`: the per-iteration columns; `batches`: base_workload and batch (a sweep.batch axis).
+std::string csv_header(bool iterations = false, bool batches = false);
+std::string csv_row(const Cell& cell, const CellResult& result, bool iterations = false, bool batches = false);
 // Shortest round-trip decimal form; integral values without exponent or fraction ("12000000000").
 std::string format_number(double value);
 
