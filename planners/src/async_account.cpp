@@ -35,7 +35,7 @@ public:
       : trace_(analysis.trace()), sequence_(sequence), moved_(moved), emission_(emission), builder_(plan),
         memory_(trace_, analysis.resident_tensors()), state_(moved.size()), offloads_after_(sequence.size()),
         free_after_(generation_ends(analysis, sequence)), allocation_of_(sequence.size()),
-        moved_index_(trace_.tensors.size(), -1)
+        freed_bytes_(sequence.size()), moved_index_(trace_.tensors.size(), -1)
   {
     for (std::size_t i = 0; i < moved_.size(); ++i)
       moved_index_[static_cast<std::size_t>(moved_[i].tensor)] = static_cast<std::int64_t>(i);
@@ -53,6 +53,8 @@ public:
       allocation_of_[position] = op.workspace_bytes;
       for (TensorId id : op.outputs)
         allocation_of_[position] += trace_.tensor(id).bytes;
+      for (TensorId id : free_after_[position])
+        freed_bytes_[position] += trace_.tensor(id).bytes;
     }
   }
 
@@ -149,6 +151,7 @@ private:
   };
 
   std::uint64_t bytes(std::size_t index) const { return trace_.tensor(moved_[index].tensor).bytes; }
+  std::uint64_t workspace_of(std::size_t position) const { return trace_.op(sequence_[position].op).workspace_bytes; }
 
   static bool reads(const Op& op, TensorId tensor)
   {
@@ -265,12 +268,17 @@ private:
         continue;
       }
       // An early prefetch must leave room for what the entries before its consumer allocate, or it would force the
-      // compute stream to fail later.
+      // compute stream to fail later: the most those entries hold above today's bytes at once (their outputs
+      // accumulate until the frees after them).
       const std::uint64_t extra = state_[index].device_copy_counted ? 0 : bytes(index);
-      std::uint64_t headroom = 0;
-      for (std::size_t between = completed + 1; between < entry.first_backward_use; ++between)
-        headroom = std::max(headroom, allocation_of_[between]);
-      if (memory_.in_use() + extra + headroom > emission_.budget_bytes)
+      std::int64_t growth = 0;
+      std::int64_t headroom = 0;
+      for (std::size_t between = completed + 1; between < entry.first_backward_use; ++between) {
+        headroom = std::max(headroom, growth + static_cast<std::int64_t>(allocation_of_[between]));
+        growth += static_cast<std::int64_t>(allocation_of_[between] - workspace_of(between)) -
+                  static_cast<std::int64_t>(freed_bytes_[between]);
+      }
+      if (memory_.in_use() + extra + static_cast<std::uint64_t>(headroom) > emission_.budget_bytes)
         break;
       issue_prefetch(index, completed_step, {}, completed + 1);
       ++next_prefetch_;
@@ -287,6 +295,7 @@ private:
   std::vector<std::vector<std::size_t>> offloads_after_;
   std::vector<std::vector<TensorId>> free_after_;
   std::vector<std::uint64_t> allocation_of_; // outputs + workspace of each entry
+  std::vector<std::uint64_t> freed_bytes_;   // what the frees after each entry release
   std::vector<std::int64_t> moved_index_;    // per tensor: its index in moved_, or -1
   std::vector<std::size_t> prefetch_order_;
   std::size_t next_prefetch_ = 0;
