@@ -133,6 +133,34 @@ TEST(SuperNeurons, EvictsTheLeastRecentlyOffloadedCopyAndPrefetchesItBack)
   EXPECT_NEAR(start_of(result, "b4"), 0.010, 1e-12);
 }
 
+// The same trace at 5A + 10W (R0 + 4A + 4W), what b2 needs (x, a0, a1, g2, the new g1, 10 weights or gradients). An
+// early prefetch must leave room for what the entries before its consumer hold at once: prefetching a0 right after
+// b5 would fit beside the largest single allocation after it (b4's A + W) but not beside the recomputed a3 that b4
+// still needs (b4 would need R0 + 5A + 2W). So a0 comes back after b4, and the plan fits.
+TEST(SuperNeurons, AnEarlyPrefetchLeavesRoomForWhatAccumulatesBeforeItsConsumer)
+{
+  Trace trace = conv_relu_chain(6);
+  for (Op& op : trace.ops)
+    if (op.name == "f5")
+      op.workspace_bytes = 2 * kA;
+  const std::uint64_t budget = 5 * kA + 10 * kW;
+  const Plan plan = plan_with("superneurons", trace, budget);
+  ASSERT_TRUE(plan.estimate.peak_bytes);
+  EXPECT_EQ(*plan.estimate.peak_bytes, budget);
+  StepId b4 = -1;
+  for (const Step& step : plan.steps) {
+    if (step.kind == StepKind::compute && trace.op(*step.op).name == "b4")
+      b4 = step.id;
+    if (step.kind == StepKind::prefetch && trace.tensor(*step.tensor).name == "a0") {
+      EXPECT_GT(step.id, b4) << "a0 is prefetched after b4";
+      EXPECT_GE(b4, 0);
+    }
+  }
+  const RunResult result = run_fast(trace, plan);
+  ASSERT_TRUE(result.metrics.feasible) << result.error->message;
+  EXPECT_LE(result.metrics.peak_device_bytes, budget);
+}
+
 TEST(SuperNeurons, RecomputeModes)
 {
   const Trace trace = conv_relu_chain(6);
