@@ -102,9 +102,9 @@ TEST(SuperNeurons, SwapsConvOutputsThroughTheCacheAndRecomputesTheRest)
 }
 
 // Six layers, conv outputs a0, a2, a4; the relu outputs the backward reads, a1 (b2) and a3 (b4), are recomputed just
-// before their reader. f5 needs 2A of workspace. Roomy, the peak is at b4: x, a0, a2, a3, g4, g3 and 8 weights or
-// gradients, 6A + 8W, and every conv output hits the cache. At that budget f5 no longer fits beside x, a0, a2, a4, a5
-// and its workspace (7A + 6W), so the cache evicts its least recently offloaded copy, a0 (after its offload). a2 and
+// before their reader. f5 needs 2A of workspace. Roomy, every conv output hits the cache and the peak is f5's: x, a0,
+// a2, a4, a5 and the workspace, 7A + 6W. At 6A + 8W (what b4 needs: x, a0, a2, a3, g4, g3 and 8 weights or
+// gradients) f5 no longer fits, so the cache evicts its least recently offloaded copy, a0 (after its offload). a2 and
 // a4 hit; a0 is prefetched one conv ahead: when a2's first backward reader (the recomputation of f3) is next, after
 // b5, where the account has room (b4's peak is then 6A + 8W again, with a0 back).
 // Time: 6 + 1 + 2 recomputations of 1 ms and 6 backward ops of 2 ms = 21 ms; the transfers (1 ms) are hidden.
