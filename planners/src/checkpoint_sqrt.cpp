@@ -1,6 +1,15 @@
 // checkpoint-sqrt (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): split the chain into ~sqrt(n)
 // segments, keep only each segment's input during the forward phase, and recompute a segment's forward just before
 // its backward. The last segment is not recomputed: its backward follows its forward directly.
+//
+// mode=budget is the greedy of Chen et al. as the TSPLIT authors' recomputeExecutor runs it, over the forward ops of
+// any graph (not only chains): walking the forward ops in order, `run += bytes of the op's outputs`; when run exceeds
+// the budget B the op becomes a checkpoint (its outputs stay), `x += its bytes`, `y = max(y, run)`, `run = 0`. A pass
+// with B = 0 gives x and y, then B = sqrt(x*y) ("search over budget") and a second pass picks the checkpoints. The
+// outputs of other forward ops are freed after their last forward read and recomputed on demand in the backward,
+// memory-centric (each backward op recomputes what it reads) or speed-centric (recomputed once, kept to the last
+// read).
+#include "recompute_on_demand.hpp"
 #include "sequence.hpp"
 
 #include "memsim/common/error.hpp"
@@ -19,11 +28,68 @@ namespace {
 
 struct CheckpointSqrtOptions {
   int segments = 0; // 0: round(sqrt(layers))
+  std::string mode = "sqrt";
+  std::string recompute_mode = "speed"; // Chen et al. recompute each segment once
 };
+
+struct GreedyPass {
+  std::vector<bool> checkpoint; // per op
+  double x = 0;                 // bytes of the checkpoints
+  double y = 0;                 // the largest run of bytes between two checkpoints
+};
+
+GreedyPass greedy_checkpoints(const Trace& trace, double budget)
+{
+  GreedyPass pass;
+  pass.checkpoint.assign(trace.ops.size(), false);
+  double run = 0;
+  for (const Op& op : trace.ops) {
+    if (op.phase != Phase::forward)
+      continue;
+    double bytes = 0;
+    for (TensorId out : op.outputs)
+      bytes += static_cast<double>(trace.tensor(out).bytes);
+    run += bytes;
+    if (run > budget) {
+      pass.checkpoint[static_cast<std::size_t>(op.id)] = true;
+      pass.x += bytes;
+      pass.y = std::max(pass.y, run);
+      run = 0;
+    }
+  }
+  return pass;
+}
+
+Plan plan_checkpoint_budget(const Trace& trace, const PlanRequest& request, const CheckpointSqrtOptions& options)
+{
+  const GreedyPass first = greedy_checkpoints(trace, 0);
+  const double budget = std::sqrt(first.x * first.y);
+  const GreedyPass second = greedy_checkpoints(trace, budget);
+  std::vector<bool> dropped(trace.ops.size(), false);
+  for (const Op& op : trace.ops)
+    dropped[static_cast<std::size_t>(op.id)] =
+        op.phase == Phase::forward && !second.checkpoint[static_cast<std::size_t>(op.id)];
+  const TraceAnalysis analysis(trace);
+  Plan plan;
+  const planning::SequentialPlan emitted = planning::emit_sequence(
+      analysis,
+      planning::recompute_on_demand(analysis, dropped, planning::recompute_mode_named(options.recompute_mode)), plan);
+  if (emitted.peak_bytes > request.budget_bytes)
+    throw Infeasible(fmt::format("checkpoint-sqrt mode=budget (greedy budget {}) needs {} ({} bytes, at op {} '{}'), "
+                                 "budget is {} ({} bytes)",
+                                 units::format_bytes(budget),
+                                 units::format_bytes(static_cast<double>(emitted.peak_bytes)), emitted.peak_bytes,
+                                 emitted.peak_op, trace.op(emitted.peak_op).name,
+                                 units::format_bytes(static_cast<double>(request.budget_bytes)), request.budget_bytes));
+  plan.estimate.peak_bytes = emitted.peak_bytes;
+  return plan;
+}
 
 Plan plan_checkpoint_sqrt(const Trace& trace, const Machine&, const PlanRequest& request,
                           const CheckpointSqrtOptions& options)
 {
+  if (options.mode == "budget")
+    return plan_checkpoint_budget(trace, request, options);
   const ChainView chain = chain_view(trace);
   const auto layer_count = static_cast<std::int64_t>(chain.layers.size());
   std::int64_t segments = options.segments;
@@ -94,7 +160,13 @@ MEMSIM_REGISTER_PLANNER(
     checkpoint_sqrt, "checkpoint-sqrt",
     "Chen et al. 2016: keep ~sqrt(n) segment inputs of the chain, recompute each segment's forward before its backward",
     {param("segments", &CheckpointSqrtOptions::segments, "number of segments (0: round(sqrt(layers)))",
-           {.min = 0, .max = 1e6})},
+           {.min = 0, .max = 1e6}),
+     param("mode", &CheckpointSqrtOptions::mode,
+           "sqrt: equal layer segments of the chain; budget: Chen's greedy over forward ops with budget sqrt(x*y)",
+           {.choices = {"sqrt", "budget"}}),
+     param("recompute_mode", &CheckpointSqrtOptions::recompute_mode,
+           "mode=budget: memory (each backward op recomputes what it reads) or speed (recompute once, keep)",
+           {.choices = {"memory", "speed"}})},
     plan_checkpoint_sqrt);
 
 } // namespace memsim

@@ -6,10 +6,10 @@
 
 namespace memsim::planning {
 
-SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence, Plan& plan)
+std::vector<std::vector<TensorId>> generation_ends(const TraceAnalysis& analysis,
+                                                   const std::vector<SequenceEntry>& sequence)
 {
   const Trace& trace = analysis.trace();
-  // For every position, the tensors whose current generation ends there.
   std::vector<std::vector<TensorId>> free_after(sequence.size());
   std::vector<std::int64_t> last_read(trace.tensors.size(), -1);
   std::vector<std::int64_t> produced_at(trace.tensors.size(), -1);
@@ -34,6 +34,15 @@ SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<Se
     if (!analysis.kept_to_end(tensor.id)) // weight gradients stay to the end
       close_generation(tensor.id);
 
+  for (auto& frees : free_after)
+    std::sort(frees.begin(), frees.end());
+  return free_after;
+}
+
+SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence, Plan& plan)
+{
+  const Trace& trace = analysis.trace();
+  const std::vector<std::vector<TensorId>> free_after = generation_ends(analysis, sequence);
   PlanBuilder builder(plan);
   MemoryCursor memory(trace, analysis.resident_tensors());
   for (std::size_t position = 0; position < sequence.size(); ++position) {
@@ -43,9 +52,7 @@ SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<Se
     else
       builder.compute(op);
     memory.run(op);
-    auto& frees = free_after[position];
-    std::sort(frees.begin(), frees.end());
-    for (TensorId id : frees) {
+    for (TensorId id : free_after[position]) {
       builder.free(id);
       memory.free(id);
     }

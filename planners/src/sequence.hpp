@@ -19,6 +19,12 @@ struct SequentialPlan {
   OpId peak_op = 0;
 };
 
+// For every position of `sequence`, the tensors (by id) whose current generation ends there: each produced tensor's
+// generation ends at its last read before it is produced again (or at its producer when nothing reads it), except
+// tensors the default schedule keeps to the end (weight gradients) and initially resident ones.
+std::vector<std::vector<TensorId>> generation_ends(const TraceAnalysis& analysis,
+                                                   const std::vector<SequenceEntry>& sequence);
+
 // Emits compute/recompute steps for `sequence` on device 0's compute stream and frees each produced tensor right
 // after its last read before it is produced again (or right after its producer when nothing reads it), except
 // tensors the default schedule keeps to the end (weight gradients) and initially resident ones. Memory on a single

@@ -106,6 +106,12 @@ TEST(PlannersSimulated, VdnnConvPlansFit)
   EXPECT_GE(checked.planned, 2);
 }
 
+TEST(PlannersSimulated, SuperNeuronsPlansFitAndGoBelowKeepAll)
+{
+  const Checked checked = check_planner("superneurons", small_cnn());
+  EXPECT_GE(checked.planned, 2);
+}
+
 TEST(PlannersSimulated, CheckpointSqrtPlansFitAndRecompute)
 {
   const Trace trace = test::make_chain(16, 1000000);
