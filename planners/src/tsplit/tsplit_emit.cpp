@@ -120,7 +120,7 @@ public:
     for (const Op& op : trace_.ops)
       walk(op);
     time_steps();
-    plan_.estimate.peak_bytes = model_.peak();
+    plan_.estimate.peak_bytes = cursor_->peak(); // the pessimistic account bounds every timing's peak
     return std::move(plan_);
   }
 
@@ -260,7 +260,7 @@ private:
     const Op& producer = trace_.op(*analysis_.producer(tensor));
     std::vector<StepId> deps;
     for (TensorId input : producer.inputs)
-      deps.push_back(making_[static_cast<std::size_t>(input)]);
+      deps.push_back(made_elsewhere(input));
     make_room(trace_.tensor(tensor).bytes + producer.workspace_bytes, deps, consumer);
     sort_unique(deps);
     const StepId step = builder_.recompute(producer.id, std::move(deps));
@@ -269,11 +269,19 @@ private:
     compute_tail_ = step;
   }
 
+  // What a compute-stream step reading `tensor` waits for: the step that made it resident when that ran on another
+  // stream (compute-stream order covers the rest, and keeps an untouched plan identical to keep-all's).
+  StepId made_elsewhere(TensorId tensor) const
+  {
+    const StepId step = making_[static_cast<std::size_t>(tensor)];
+    return step >= 0 && plan_.steps[static_cast<std::size_t>(step)].stream != "compute" ? step : -1;
+  }
+
   StepId compute(const Op& op)
   {
     std::vector<StepId> deps;
     for (TensorId input : op.inputs)
-      deps.push_back(making_[static_cast<std::size_t>(input)]);
+      deps.push_back(made_elsewhere(input));
     std::uint64_t allocates = op.workspace_bytes;
     for (TensorId output : op.outputs)
       if (!cursor_->on_device(output))
@@ -293,7 +301,7 @@ private:
     const SplitDecision& decision = model_.split_of(op.id);
     for (TensorId x : decision.inputs)
       if (config(x).move != Move::swap) // swapped inputs were split when their parts started leaving
-        view(StepKind::split, x, extras_.parts_of.at({op.id, x}), {making_[static_cast<std::size_t>(x)]}, "compute");
+        view(StepKind::split, x, extras_.parts_of.at({op.id, x}), {made_elsewhere(x)}, "compute");
     const std::vector<OpId>& micro_ops = extras_.micro_ops[static_cast<std::size_t>(op.id)];
     for (std::size_t u = 0; u < micro_ops.size(); ++u) {
       const StepId step = compute(extended_.op(micro_ops[u]));

@@ -12,8 +12,8 @@ namespace memsim::tsplit {
 
 // The plan's estimate: its steps list-scheduled as they are emitted (each stream in order, a step starting when its
 // stream and its deps are done; compute from the cost model, a copy size/B + latency: the PCIe occupancy simulation
-// of §3.3 per step), and the model's peak. Throws Infeasible when the account cannot fit an op (the model said it
-// would: a planner bug).
+// of §3.3 per step), and the peak of the sequential account. Throws Infeasible when the account cannot fit an op (the
+// model said it would: a planner bug).
 Plan emit_plan(const Model& model, const TraceAnalysis& analysis, const Machine& machine, std::uint64_t budget,
                const Options& options);
 

@@ -457,6 +457,18 @@ std::optional<Candidate> Model::best_split(OpId op_id) const
       live.push_back(x);
     }
   }
+  if (dead.empty() && live.empty() && options_.split_workspace && op.workspace_bytes > 0) {
+    Candidate c; // nothing to free part by part: only the workspace shrinks
+    c.split = true;
+    for (int parts : kPartCounts) {
+      if (parts > most)
+        break;
+      c.parts = parts;
+      price_split(c, op_id);
+      consider(c);
+    }
+    return best;
+  }
   for (Move move : {Move::swap, Move::recompute}) {
     Candidate c;
     c.split = true;
