@@ -174,6 +174,10 @@ private:
           gap_after_[index(c.gap_start)].push_back(tensor.id);
       }
     }
+    // A chain recomputed at one op runs in its producers' order.
+    for (std::vector<TensorId>& chain : recompute_at_)
+      std::stable_sort(chain.begin(), chain.end(),
+                       [&](TensorId a, TensorId b) { return *analysis_.producer(a) < *analysis_.producer(b); });
   }
 
   Infeasible failure(const Op& op, std::uint64_t needed) const
