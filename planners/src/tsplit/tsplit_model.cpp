@@ -67,7 +67,6 @@ Model::Model(const TraceAnalysis& analysis, const Machine& machine, std::uint64_
   for (const Op& op : trace.ops) {
     splits_declared_ = splits_declared_ || !op.split.empty();
     op_time_.push_back(cost_.op_time(op, 0));
-    compute_time_ += op_time_.back();
   }
   configs_.resize(trace.tensors.size());
   splits_.resize(trace.ops.size());
@@ -229,14 +228,6 @@ void Model::evaluate()
     free_d2h_sum_[k + 1] = free_d2h_sum_[k] + (1 - occupancy_d2h_[k]) * op_time_[k];
     free_h2d_sum_[k + 1] = free_h2d_sum_[k] + (1 - occupancy_h2d_[k]) * op_time_[k];
   }
-}
-
-std::uint64_t Model::peak() const
-{
-  std::uint64_t peak = analysis_->resident_bytes();
-  for (std::uint64_t m : memory_)
-    peak = std::max(peak, m);
-  return peak;
 }
 
 OpId Model::trigger_for(OpId op, OpId next_read) const
@@ -539,24 +530,6 @@ void Model::apply(const Candidate& c, OpId op)
     }
   }
   evaluate();
-}
-
-std::uint64_t Model::swapped_bytes() const
-{
-  std::uint64_t total = 0;
-  for (const Tensor& tensor : trace_->tensors)
-    if (configs_[static_cast<std::size_t>(tensor.id)].move == Move::swap)
-      total += tensor.bytes;
-  return total;
-}
-
-std::uint64_t Model::recomputed_bytes() const
-{
-  std::uint64_t total = 0;
-  for (const Tensor& tensor : trace_->tensors)
-    if (configs_[static_cast<std::size_t>(tensor.id)].move == Move::recompute)
-      total += tensor.bytes;
-  return total;
 }
 
 } // namespace memsim::tsplit

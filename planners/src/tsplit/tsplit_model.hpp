@@ -67,17 +67,13 @@ public:
   // Recomputes M, the occupancy and the windows after a decision.
   void evaluate();
   std::uint64_t memory(OpId op) const { return memory_[static_cast<std::size_t>(op)]; }
-  std::uint64_t peak() const;
 
   std::optional<Candidate> best_non_split(OpId op) const;
   std::optional<Candidate> best_split(OpId op) const;
   void apply(const Candidate& candidate, OpId op);
 
-  double compute_time() const { return compute_time_; }
   // Seconds to move `bytes` between gpu0 and the host in `transfers` copies (route bandwidth and latency).
   double transfer_time(std::uint64_t bytes, int transfers) const;
-  std::uint64_t swapped_bytes() const;
-  std::uint64_t recomputed_bytes() const;
 
   const TensorConfig& config(TensorId tensor) const { return configs_[static_cast<std::size_t>(tensor)]; }
   const SplitDecision& split_of(OpId op) const { return splits_[static_cast<std::size_t>(op)]; }
@@ -112,7 +108,6 @@ private:
   std::int64_t extent_ = 0;      // the batch
   bool splits_declared_ = false; // the trace lists split dimensions (else they come from the op type)
   std::vector<double> op_time_;
-  double compute_time_ = 0;
   std::vector<TensorConfig> configs_;
   std::vector<SplitDecision> splits_;
   std::vector<std::vector<OpId>> reads_;
