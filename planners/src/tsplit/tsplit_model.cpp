@@ -1,0 +1,535 @@
+#include "tsplit_model.hpp"
+
+#include "memsim/common/error.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace memsim::tsplit {
+namespace {
+
+constexpr double kMaxOccupancy = 0.95; // Eq. 3 divides by 1 - Oc; keep it finite
+constexpr std::array<int, 11> kPartCounts{2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+
+// Aten op types that work sample by sample (spec §8.4), for recorded traces that declare no split dimensions.
+bool batch_splittable_type(const std::string& type)
+{
+  if (type.find("batch_norm") != std::string::npos)
+    return false; // batch statistics
+  for (const char* kind : {"conv", "relu", "threshold", "pool", "add", "mm", "dropout", "layer_norm", "gelu",
+                           "scaled_dot_product", "linear", "matmul", "bmm"})
+    if (type.find(kind) != std::string::npos)
+      return true;
+  return false;
+}
+
+bool is_feature_map(TensorKind kind) { return kind == TensorKind::activation || kind == TensorKind::gradient; }
+
+} // namespace
+
+std::uint64_t part_bytes(std::uint64_t bytes, int parts, int u, std::int64_t extent)
+{
+  const auto p = static_cast<std::uint64_t>(parts);
+  if (extent < parts) {
+    const std::uint64_t share = bytes / p;
+    return u == 0 ? bytes - share * (p - 1) : share;
+  }
+  const auto rows_of = [&](int v) { return static_cast<std::uint64_t>(extent / parts + (v < extent % parts ? 1 : 0)); };
+  const auto e = static_cast<std::uint64_t>(extent);
+  const auto share_of = [&](int v) {
+    return static_cast<std::uint64_t>(static_cast<long double>(bytes) * rows_of(v) / e);
+  };
+  if (u > 0)
+    return share_of(u);
+  std::uint64_t rest = 0;
+  for (int v = 1; v < parts; ++v)
+    rest += share_of(v);
+  return bytes - rest;
+}
+
+Model::Model(const TraceAnalysis& analysis, const Machine& machine, std::uint64_t budget, const Options& options)
+    : analysis_(&analysis), trace_(&analysis.trace()), options_(options), budget_(budget),
+      cost_(analysis.trace(), machine)
+{
+  const Trace& trace = *trace_;
+  try {
+    bandwidth_ = std::numeric_limits<double>::infinity();
+    for (const RouteHop& hop : machine.route(machine.gpus.at(0).name, kHostNodeName)) {
+      bandwidth_ = std::min(bandwidth_, machine.links.at(hop.link).bandwidth);
+      latency_ += machine.links.at(hop.link).latency_s;
+    }
+  } catch (const InputError&) {
+    bandwidth_ = 0; // no host link: nothing can be swapped
+  }
+  extent_ = trace_batch_size(trace).value_or(0);
+  op_time_.reserve(trace.ops.size());
+  for (const Op& op : trace.ops) {
+    splits_declared_ = splits_declared_ || !op.split.empty();
+    op_time_.push_back(cost_.op_time(op, 0));
+  }
+  configs_.resize(trace.tensors.size());
+  splits_.resize(trace.ops.size());
+  reads_.resize(trace.tensors.size());
+  for (const Tensor& tensor : trace.tensors) {
+    reads_[static_cast<std::size_t>(tensor.id)] = analysis.readers(tensor.id);
+    const bool kind_allowed =
+        tensor.kind == TensorKind::activation || (options.swap_gradients && tensor.kind == TensorKind::gradient);
+    if (kind_allowed && analysis.producer(tensor.id) && !analysis.readers(tensor.id).empty())
+      candidates_.push_back(tensor.id);
+  }
+  evaluate();
+}
+
+std::optional<OpId> Model::last_read_before(TensorId tensor, OpId op) const
+{
+  const std::vector<OpId>& list = reads(tensor);
+  auto it = std::lower_bound(list.begin(), list.end(), op);
+  if (it == list.begin())
+    return std::nullopt;
+  return *std::prev(it);
+}
+
+std::optional<OpId> Model::next_read_after(TensorId tensor, OpId op) const
+{
+  const std::vector<OpId>& list = reads(tensor);
+  auto it = std::upper_bound(list.begin(), list.end(), op);
+  if (it == list.end())
+    return std::nullopt;
+  return *it;
+}
+
+bool Model::splittable(const Op& op) const
+{
+  if (!options_.split || op.phase == Phase::update || extent_ < 2)
+    return false;
+  if (!splits_declared_)
+    return batch_splittable_type(op.type);
+  return std::find(op.split.begin(), op.split.end(), "batch") != op.split.end();
+}
+
+double Model::transfer_time(std::uint64_t bytes, int transfers) const
+{
+  return static_cast<double>(bytes) / bandwidth_ + transfers * latency_;
+}
+
+double Model::free_d2h(OpId first, OpId last) const
+{
+  if (last < first)
+    return 0;
+  return free_d2h_sum_[static_cast<std::size_t>(last) + 1] - free_d2h_sum_[static_cast<std::size_t>(first)];
+}
+
+double Model::free_h2d(OpId first, OpId last) const
+{
+  if (last < first)
+    return 0;
+  return free_h2d_sum_[static_cast<std::size_t>(last) + 1] - free_h2d_sum_[static_cast<std::size_t>(first)];
+}
+
+double Model::micro_op_time(OpId op, int parts) const
+{
+  Op micro = trace_->op(op);
+  micro.id = static_cast<OpId>(trace_->ops.size()); // a derived op: the cost model times it from its source
+  micro.has_time = false;
+  micro.split_of = SplitOf{op, 0, parts, "batch"};
+  return cost_.op_time(micro, 0);
+}
+
+void Model::evaluate()
+{
+  const Trace& trace = *trace_;
+  const std::size_t n = trace.ops.size();
+  const std::vector<std::uint64_t>& base = analysis_->default_profile().in_use_during;
+  std::vector<std::int64_t> delta(n + 1, 0);
+  std::vector<std::uint64_t> recompute_extra(n, 0);
+  auto remove = [&](OpId first, OpId last, std::uint64_t bytes) {
+    if (last < first)
+      return;
+    delta[static_cast<std::size_t>(first)] -= static_cast<std::int64_t>(bytes);
+    delta[static_cast<std::size_t>(last) + 1] += static_cast<std::int64_t>(bytes);
+  };
+  struct Transfer {
+    double ready = 0;
+    double seconds = 0;
+    TensorId tensor = 0;
+  };
+  std::vector<double> start(n + 1, 0);
+  for (std::size_t k = 0; k < n; ++k)
+    start[k + 1] = start[k] + op_time_[k];
+  std::vector<Transfer> d2h;
+  std::vector<Transfer> h2d;
+  for (const Tensor& tensor : trace.tensors) {
+    const TensorConfig& c = configs_[static_cast<std::size_t>(tensor.id)];
+    if (c.move == Move::swap) {
+      remove(c.gap_start + 1, c.trigger - 1, tensor.bytes);
+      // Whole tensors leave from their producer's end; split parts from the split view after their last read.
+      const OpId leave = c.parts > 1
+                             ? last_read_before(tensor.id, c.gap_start).value_or(*analysis_->producer(tensor.id))
+                             : *analysis_->producer(tensor.id);
+      const double seconds = transfer_time(tensor.bytes, c.parts);
+      d2h.push_back({start[static_cast<std::size_t>(leave) + 1], seconds, tensor.id});
+      h2d.push_back({start[static_cast<std::size_t>(c.trigger)], seconds, tensor.id});
+    } else if (c.move == Move::recompute) {
+      remove(c.gap_start + 1, c.gap_end - 1, tensor.bytes);
+      const Op& producer = trace.op(*analysis_->producer(tensor.id));
+      const Op& consumer = trace.op(c.gap_end);
+      std::uint64_t consumer_allocates = consumer.workspace_bytes;
+      for (TensorId out : consumer.outputs)
+        consumer_allocates += trace.tensor(out).bytes;
+      auto& extra = recompute_extra[static_cast<std::size_t>(c.gap_end)];
+      if (producer.workspace_bytes > consumer_allocates)
+        extra = std::max(extra, producer.workspace_bytes - consumer_allocates);
+    }
+  }
+  memory_.assign(n, 0);
+  std::int64_t running = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    running += delta[k];
+    memory_[k] = static_cast<std::uint64_t>(static_cast<std::int64_t>(base[k]) + running) + recompute_extra[k];
+    if (splits_[k].parts > 1)
+      memory_[k] -= split_saving(static_cast<OpId>(k), splits_[k].parts, splits_[k].inputs);
+  }
+  last_over_.assign(n, -1);
+  for (std::size_t k = 0; k < n; ++k)
+    last_over_[k] = memory_[k] > budget_ ? static_cast<OpId>(k) : (k > 0 ? last_over_[k - 1] : -1);
+
+  // PCIe occupancy: each direction a FIFO of whole transfers on the ideal compute-only timeline (§3.3).
+  auto occupancy = [&](std::vector<Transfer>& queue) {
+    std::stable_sort(queue.begin(), queue.end(), [](const Transfer& a, const Transfer& b) {
+      return a.ready < b.ready || (a.ready == b.ready && a.tensor < b.tensor);
+    });
+    std::vector<std::pair<double, double>> busy;
+    double free_at = 0;
+    for (const Transfer& t : queue) {
+      const double begin = std::max(free_at, t.ready);
+      free_at = begin + t.seconds;
+      busy.emplace_back(begin, free_at);
+    }
+    std::vector<double> result(n, 0);
+    std::size_t b = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      const double lo = start[k];
+      const double hi = start[k + 1];
+      while (b < busy.size() && busy[b].second <= lo)
+        ++b;
+      double covered = 0;
+      for (std::size_t c = b; c < busy.size() && busy[c].first < hi; ++c)
+        covered += std::min(hi, busy[c].second) - std::max(lo, busy[c].first);
+      result[k] = hi > lo ? std::min(covered / (hi - lo), kMaxOccupancy) : 0;
+    }
+    return result;
+  };
+  occupancy_d2h_ = occupancy(d2h);
+  occupancy_h2d_ = occupancy(h2d);
+  free_d2h_sum_.assign(n + 1, 0);
+  free_h2d_sum_.assign(n + 1, 0);
+  for (std::size_t k = 0; k < n; ++k) {
+    free_d2h_sum_[k + 1] = free_d2h_sum_[k] + (1 - occupancy_d2h_[k]) * op_time_[k];
+    free_h2d_sum_[k + 1] = free_h2d_sum_[k] + (1 - occupancy_h2d_[k]) * op_time_[k];
+  }
+}
+
+OpId Model::trigger_for(OpId op, OpId next_read) const
+{
+  const OpId over = last_over_[static_cast<std::size_t>(next_read - 1)];
+  return std::clamp<OpId>(over + 1, op + 1, next_read);
+}
+
+bool Model::resident_at(TensorId tensor, OpId op) const
+{
+  const Tensor& t = trace_->tensor(tensor);
+  if (is_initially_resident(t.kind))
+    return true;
+  const TensorLifetime& life = analysis_->lifetime(tensor);
+  if (!life.produced_by || *life.produced_by >= op || (life.released_after && *life.released_after < op))
+    return false;
+  const TensorConfig& c = configs_[static_cast<std::size_t>(tensor)];
+  switch (c.move) {
+  case Move::reside: return true;
+  case Move::swap: return !(c.gap_start < op && op < c.trigger);
+  case Move::recompute: return !(c.gap_start < op && op < c.gap_end);
+  case Move::drop: return op <= c.gap_start;
+  }
+  return false;
+}
+
+// One op regenerates the tensor (its producer, with one output), from inputs on the device at `read_at`: the
+// chains stay one op long, so the memory-centric and speed-centric modes coincide.
+bool Model::recomputable(TensorId tensor, OpId read_at) const
+{
+  if (!options_.recompute)
+    return false;
+  const OpId producer = *analysis_->producer(tensor);
+  const Op& op = trace_->op(producer);
+  if (op.phase != Phase::forward || op.outputs.size() != 1)
+    return false;
+  for (TensorId input : op.inputs)
+    if (!resident_at(input, read_at))
+      return false;
+  return true;
+}
+
+double Model::swap_cost(TensorId tensor, OpId op, OpId trigger) const
+{
+  const double seconds = transfer_time(trace_->tensor(tensor).bytes, 1);
+  const OpId producer = *analysis_->producer(tensor);
+  const double forward = std::max(seconds - free_d2h(producer + 1, op - 1), 0.0);
+  const OpId next = *next_read_after(tensor, op);
+  const double backward = std::max(seconds - free_h2d(trigger, next - 1), 0.0);
+  return forward + backward;
+}
+
+double Model::recompute_cost(TensorId tensor) const { return op_time(*analysis_->producer(tensor)); }
+
+std::optional<Candidate> Model::best_non_split(OpId op) const
+{
+  std::optional<Candidate> best;
+  auto consider = [&](Candidate c) {
+    if (c.saved == 0)
+      return;
+    if (!best || c.ratio() < best->ratio() ||
+        (c.ratio() == best->ratio() &&
+         (c.saved > best->saved || (c.saved == best->saved && c.producer < best->producer))))
+      best = std::move(c);
+  };
+  for (TensorId id : candidates_) {
+    if (configs_[static_cast<std::size_t>(id)].move != Move::reside)
+      continue;
+    const OpId producer = *analysis_->producer(id);
+    if (producer >= op)
+      continue;
+    const std::vector<OpId>& list = reads(id);
+    if (std::binary_search(list.begin(), list.end(), op))
+      continue;
+    const std::optional<OpId> next = next_read_after(id, op);
+    if (!next)
+      continue;
+    Candidate c;
+    c.tensor = id;
+    c.producer = producer;
+    c.saved = trace_->tensor(id).bytes;
+    if (bandwidth_ > 0) {
+      c.move = Move::swap;
+      c.cost_s = swap_cost(id, op, trigger_for(op, *next));
+      consider(c);
+    }
+    if (recomputable(id, *next)) {
+      c.move = Move::recompute;
+      c.cost_s = recompute_cost(id);
+      consider(c);
+    }
+  }
+  return best;
+}
+
+std::uint64_t Model::split_saving(OpId op_id, int parts, const std::vector<TensorId>& inputs) const
+{
+  const Op& op = trace_->op(op_id);
+  std::uint64_t freed_before = 0; // input parts of micro-ops already run
+  std::uint64_t input_total = 0;
+  for (TensorId x : inputs)
+    input_total += trace_->tensor(x).bytes;
+  std::uint64_t produced = 0;
+  std::uint64_t output_total = 0;
+  for (TensorId y : op.outputs)
+    if (is_feature_map(trace_->tensor(y).kind))
+      output_total += trace_->tensor(y).bytes;
+  std::uint64_t worst = 0;
+  for (int u = 0; u < parts; ++u) {
+    for (TensorId y : op.outputs)
+      if (is_feature_map(trace_->tensor(y).kind))
+        produced += part_bytes(trace_->tensor(y).bytes, parts, u, extent_);
+    const std::uint64_t workspace =
+        options_.split_workspace ? part_bytes(op.workspace_bytes, parts, u, extent_) : op.workspace_bytes;
+    worst = std::max(worst, input_total - freed_before + produced + workspace);
+    for (TensorId x : inputs)
+      freed_before += part_bytes(trace_->tensor(x).bytes, parts, u, extent_);
+  }
+  return input_total + output_total + op.workspace_bytes - worst;
+}
+
+// Micro-op u+1 waits until part u of the swapped inputs has left (the pipeline of §3.3); the parts start leaving
+// after their last earlier read. Returns the compute stall.
+double Model::split_swap_stall(OpId op, int parts, const std::vector<TensorId>& swapped) const
+{
+  if (swapped.empty())
+    return 0;
+  OpId leave = -1;
+  for (TensorId x : swapped)
+    leave = std::max(leave, last_read_before(x, op).value_or(*analysis_->producer(x)));
+  double done = -free_d2h(leave + 1, op - 1);
+  const double micro = micro_op_time(op, parts);
+  double start = 0;
+  for (int u = 0; u + 1 < parts; ++u) {
+    std::uint64_t bytes = 0;
+    for (TensorId x : swapped)
+      bytes += part_bytes(trace_->tensor(x).bytes, parts, u, extent_);
+    done += transfer_time(bytes, static_cast<int>(swapped.size()));
+    start = std::max(start + micro, done);
+  }
+  return std::max(start + micro - parts * micro, 0.0);
+}
+
+void Model::price_split(Candidate& c, OpId op) const
+{
+  c.saved = split_saving(op, c.parts, c.inputs);
+  c.cost_s = std::max(c.parts * micro_op_time(op, c.parts) - op_time(op), 0.0);
+  std::vector<TensorId> swapped;
+  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+    const TensorId x = c.inputs[k];
+    if (c.moves[k] == Move::swap) {
+      swapped.push_back(x);
+      const OpId next = *next_read_after(x, op);
+      const TensorConfig& config = configs_[static_cast<std::size_t>(x)];
+      const OpId trigger = config.move == Move::swap ? config.trigger : trigger_for(op, next);
+      c.cost_s += std::max(transfer_time(trace_->tensor(x).bytes, c.parts) - free_h2d(trigger, next - 1), 0.0);
+    } else if (c.moves[k] == Move::recompute) {
+      c.cost_s += recompute_cost(x);
+    }
+  }
+  c.cost_s += split_swap_stall(op, c.parts, swapped);
+}
+
+std::optional<Candidate> Model::best_split(OpId op_id) const
+{
+  const Op& op = trace_->op(op_id);
+  if (!splittable(op))
+    return std::nullopt;
+  const int most = static_cast<int>(std::min<std::int64_t>(extent_, options_.max_split));
+  std::optional<Candidate> best;
+  auto consider = [&](Candidate c) {
+    if (c.saved == 0)
+      return;
+    if (!best || c.ratio() < best->ratio() || (c.ratio() == best->ratio() && c.saved > best->saved))
+      best = std::move(c);
+  };
+  const SplitDecision& current = splits_[static_cast<std::size_t>(op_id)];
+  if (current.parts > 1) { // a larger p for the same inputs, scored on the margin
+    Candidate now;
+    now.split = true;
+    now.parts = current.parts;
+    now.inputs = current.inputs;
+    for (TensorId x : current.inputs)
+      now.moves.push_back(configs_[static_cast<std::size_t>(x)].move);
+    price_split(now, op_id);
+    for (int parts : kPartCounts) {
+      if (parts <= current.parts || parts > most)
+        continue;
+      Candidate c = now;
+      c.parts = parts;
+      price_split(c, op_id);
+      if (c.saved <= now.saved)
+        continue;
+      c.saved -= now.saved;
+      c.cost_s = std::max(c.cost_s - now.cost_s, 0.0);
+      consider(std::move(c));
+    }
+    return best;
+  }
+  // Inputs that can be freed part by part: feature maps this op reads last before a gap.
+  std::vector<TensorId> dead;
+  std::vector<TensorId> live;
+  std::vector<TensorId> seen;
+  for (TensorId x : op.inputs) {
+    if (std::find(seen.begin(), seen.end(), x) != seen.end())
+      continue;
+    seen.push_back(x);
+    const Tensor& t = trace_->tensor(x);
+    if (!is_feature_map(t.kind) || !analysis_->producer(x) ||
+        configs_[static_cast<std::size_t>(x)].move != Move::reside)
+      continue;
+    if (extent_ > 0 && t.bytes % static_cast<std::uint64_t>(extent_) != 0)
+      continue; // not laid out along the batch
+    if (!next_read_after(x, op_id)) {
+      if (options_.split_dead_inputs)
+        dead.push_back(x);
+    } else {
+      live.push_back(x);
+    }
+  }
+  if (dead.empty() && live.empty() && options_.split_workspace && op.workspace_bytes > 0) {
+    Candidate c; // nothing to free part by part: only the workspace shrinks
+    c.split = true;
+    for (int parts : kPartCounts) {
+      if (parts > most)
+        break;
+      c.parts = parts;
+      price_split(c, op_id);
+      consider(c);
+    }
+    return best;
+  }
+  for (Move move : {Move::swap, Move::recompute}) {
+    Candidate c;
+    c.split = true;
+    c.move = move;
+    for (TensorId x : dead) {
+      c.inputs.push_back(x);
+      c.moves.push_back(Move::drop);
+    }
+    for (TensorId x : live) {
+      const bool possible = move == Move::swap ? bandwidth_ > 0 : recomputable(x, *next_read_after(x, op_id));
+      if (possible) {
+        c.inputs.push_back(x);
+        c.moves.push_back(move);
+      }
+    }
+    if (c.inputs.empty() || (move == Move::recompute && c.inputs.size() == dead.size() && !dead.empty()))
+      continue; // the dead-only option is offered once
+    for (int parts : kPartCounts) {
+      if (parts > most)
+        break;
+      c.parts = parts;
+      price_split(c, op_id);
+      consider(c);
+    }
+  }
+  return best;
+}
+
+void Model::apply(const Candidate& c, OpId op)
+{
+  auto add_recompute_reads = [&](TensorId tensor, OpId at) {
+    for (TensorId input : trace_->op(*analysis_->producer(tensor)).inputs) {
+      std::vector<OpId>& list = reads_[static_cast<std::size_t>(input)];
+      auto it = std::lower_bound(list.begin(), list.end(), at);
+      if (it == list.end() || *it != at)
+        list.insert(it, at);
+    }
+  };
+  if (!c.split) {
+    TensorConfig& config = configs_[static_cast<std::size_t>(c.tensor)];
+    const OpId next = *next_read_after(c.tensor, op);
+    config.move = c.move;
+    config.gap_start = last_read_before(c.tensor, op).value_or(c.producer);
+    config.gap_end = next;
+    config.trigger = c.move == Move::swap ? trigger_for(op, next) : -1;
+    config.needed_at = op;
+    if (c.move == Move::recompute)
+      add_recompute_reads(c.tensor, next);
+  } else {
+    SplitDecision& decision = splits_[static_cast<std::size_t>(op)];
+    const bool first = decision.parts == 1;
+    decision.parts = c.parts;
+    decision.inputs = c.inputs;
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+      const TensorId x = c.inputs[k];
+      TensorConfig& config = configs_[static_cast<std::size_t>(x)];
+      config.parts = c.parts;
+      if (!first)
+        continue;
+      const std::optional<OpId> next = next_read_after(x, op);
+      config.move = c.moves[k];
+      config.gap_start = op;
+      config.gap_end = next.value_or(-1);
+      config.trigger = c.moves[k] == Move::swap ? trigger_for(op, *next) : -1;
+      config.needed_at = op;
+      if (c.moves[k] == Move::recompute)
+        add_recompute_reads(x, *next);
+    }
+  }
+  evaluate();
+}
+
+} // namespace memsim::tsplit
