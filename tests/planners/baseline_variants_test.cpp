@@ -2,6 +2,7 @@
 // move_input options and checkpoint-sqrt mode=budget. Each with a small case worked out by hand (which tensors move
 // or are recomputed, the peak, the time on the fast engine), then feasibility at falling budgets, the not-applicable
 // case and determinism.
+#include "planner_test_support.hpp"
 #include "test_traces.hpp"
 
 #include "memsim/common/error.hpp"
@@ -17,28 +18,11 @@
 namespace memsim {
 namespace {
 
+using test::one_gpu_machine;
+using test::plan_with;
+
 constexpr std::uint64_t kA = 1'000'000; // activation bytes: 1 ms over the 1 GB/s link
 constexpr std::uint64_t kW = 1000;      // weight bytes
-
-Machine one_gpu_machine()
-{
-  Machine machine;
-  machine.name = "one-gpu";
-  machine.gpus.push_back(Gpu{"gpu0", "test-gpu", 1ull << 34, {{"fp32", 10e12}}, 1e12, 0});
-  machine.host.memory = 1ull << 36;
-  machine.links.push_back(Link{"gpu0-host", "gpu0", "host", 1e9, 0, Duplex::split});
-  return machine;
-}
-
-Plan plan_with(const std::string& planner, const Trace& trace, std::uint64_t budget, nlohmann::json params = {})
-{
-  PlanRequest request;
-  request.budget_bytes = budget;
-  request.params = params.is_null() ? nlohmann::json::object() : params;
-  Plan plan = make_plan(planner, trace, one_gpu_machine(), request);
-  validate_plan(plan, trace, 1, planner);
-  return plan;
-}
 
 RunResult run_fast(const Trace& trace, const Plan& plan)
 {

@@ -4,6 +4,7 @@
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/views.hpp"
+#include "planner_test_support.hpp"
 #include "test_traces.hpp"
 
 #include <gtest/gtest.h>
@@ -14,27 +15,10 @@
 namespace memsim {
 namespace {
 
+using test::one_gpu_machine;
+using test::plan_with;
+
 constexpr std::uint64_t kA = 1'000'000;
-
-Machine one_gpu_machine(std::uint64_t memory = 1ull << 34)
-{
-  Machine machine;
-  machine.name = "one-gpu";
-  machine.gpus.push_back(Gpu{"gpu0", "test-gpu", memory, {{"fp32", 10e12}}, 1e12, 0});
-  machine.host.memory = 1ull << 36;
-  machine.links.push_back(Link{"gpu0-host", "gpu0", "host", 1e9, 0, Duplex::split});
-  return machine;
-}
-
-Plan plan_with(const std::string& planner, const Trace& trace, std::uint64_t budget, nlohmann::json params = {})
-{
-  PlanRequest request;
-  request.budget_bytes = budget;
-  request.params = params.is_null() ? nlohmann::json::object() : params;
-  Plan plan = make_plan(planner, trace, one_gpu_machine(), request);
-  validate_plan(plan, trace, 1, planner);
-  return plan;
-}
 
 std::map<StepKind, std::size_t> count_kinds(const Plan& plan)
 {

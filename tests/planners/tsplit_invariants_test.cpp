@@ -9,6 +9,7 @@
 #include "memsim/sim/simulator.hpp"
 #include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/generator_registry.hpp"
+#include "planner_test_support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +19,8 @@
 namespace memsim {
 namespace {
 
+using test::generated;
+
 Machine one_gpu()
 {
   Machine machine;
@@ -26,15 +29,6 @@ Machine one_gpu()
   machine.host.memory = 1ull << 42;
   machine.links.push_back(Link{"pcie", "gpu0", "host", 12e9, 1e-6, Duplex::split});
   return machine;
-}
-
-Trace generated(const std::string& kind, const nlohmann::json& params)
-{
-  const GeneratorRegistry& registry = generator_registry();
-  const GeneratorInfo& info = registry.get(kind);
-  return info.make(registry.complete_params(info, params), [](const std::string&) {
-    return Roofline{14e12, 900e9, 5e-6, "test-gpu"};
-  });
 }
 
 std::vector<std::pair<std::string, Trace>> workloads()

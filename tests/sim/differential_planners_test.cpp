@@ -3,6 +3,7 @@
 // machine, under both allocators. SimGrid (in a forked child) and the fast engine must agree exactly
 // (engine_comparison.hpp).
 #include "engine_comparison.hpp"
+#include "planner_test_support.hpp"
 #include "simulate_in_child.hpp"
 
 #include "memsim/common/error.hpp"
@@ -17,6 +18,8 @@
 namespace memsim {
 namespace {
 
+using test::generated;
+
 Machine one_gpu(Duplex duplex)
 {
   Machine machine;
@@ -25,15 +28,6 @@ Machine one_gpu(Duplex duplex)
   machine.host.memory = 1ull << 38;
   machine.links.push_back(Link{"pcie", "gpu0", "host", 12e9, 1e-6, duplex});
   return machine;
-}
-
-Trace generated(const std::string& kind, const nlohmann::json& params)
-{
-  const GeneratorRegistry& registry = generator_registry();
-  const GeneratorInfo& info = registry.get(kind);
-  return info.make(registry.complete_params(info, params), [](const std::string&) {
-    return Roofline{14e12, 900e9, 5e-6, "test-gpu"};
-  });
 }
 
 std::vector<std::pair<std::string, Trace>> traces()

@@ -1,0 +1,46 @@
+#pragma once
+// What planner tests share: a one-GPU machine with a 1 GB/s host link (1 MB moves in 1 ms), a planner run that also
+// validates its plan, and generated traces timed by a fixed test roofline.
+#include "memsim/hwmodels/machine.hpp"
+#include "memsim/planners/planner.hpp"
+#include "memsim/traces/generator_registry.hpp"
+#include "memsim/traces/generators.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace memsim::test {
+
+inline Machine one_gpu_machine(std::uint64_t memory = 1ull << 34)
+{
+  Machine machine;
+  machine.name = "one-gpu";
+  machine.gpus.push_back(Gpu{"gpu0", "test-gpu", memory, {{"fp32", 10e12}}, 1e12, 0});
+  machine.host.memory = 1ull << 36;
+  machine.links.push_back(Link{"gpu0-host", "gpu0", "host", 1e9, 0, Duplex::split});
+  return machine;
+}
+
+inline Plan plan_with(const std::string& planner, const Trace& trace, std::uint64_t budget, nlohmann::json params = {})
+{
+  PlanRequest request;
+  request.budget_bytes = budget;
+  request.params = params.is_null() ? nlohmann::json::object() : params;
+  Plan plan = make_plan(planner, trace, one_gpu_machine(), request);
+  validate_plan(plan, trace, 1, planner);
+  return plan;
+}
+
+// A generator's trace with every op timed by one roofline (14 TFLOP/s, 900 GB/s, 5 us launch).
+inline Trace generated(const std::string& kind, const nlohmann::json& params)
+{
+  const GeneratorRegistry& registry = generator_registry();
+  const GeneratorInfo& info = registry.get(kind);
+  return info.make(registry.complete_params(info, params), [](const std::string&) {
+    return Roofline{14e12, 900e9, 5e-6, "test-gpu"};
+  });
+}
+
+} // namespace memsim::test
