@@ -264,12 +264,8 @@ SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment&
   }
   for (const Workload& workload : experiment.workloads) {
     ScaleStudy study;
-    if (workload.generator.is_null()) {
-      study.recorded = std::make_shared<const Trace>(); // only whether it is a trace matters here
-      study.recorded_name = workload.name;
-    } else {
-      study.generator = workload.generator.at("kind").get<std::string>();
-    }
+    // Only whether it is a trace matters here: an empty one stands for it.
+    set_study_workload(study, workload, std::make_shared<const Trace>());
     try {
       set_axis(study, settings.axis, settings.axis_param);
     } catch (const InputError& error) {
@@ -298,14 +294,8 @@ std::vector<CapacityCell> expand_capacity_cells(const Experiment& experiment)
     cell.planner_label = point.planner.label;
     cell.bandwidth = point.bandwidth;
     ScaleStudy& study = cell.study;
-    if (point.workload.generator.is_null()) {
-      study.recorded = recorded.at(point.workload.name);
-      study.recorded_name = point.workload.trace_file.string();
-    } else {
-      study.generator = point.workload.generator.at("kind").get<std::string>();
-      study.generator_params = point.workload.generator;
-      study.generator_params.erase("kind");
-    }
+    set_study_workload(study, point.workload,
+                       point.workload.generator.is_null() ? recorded.at(point.workload.name) : nullptr);
     set_axis(study, settings.axis, settings.axis_param);
     study.planner = point.planner.name;
     study.planner_params = point.planner.params;

@@ -303,14 +303,7 @@ std::vector<Workload> workloads_at_batches(const std::vector<Workload>& workload
   for (const Workload& workload : workloads) {
     ScaleStudy study;
     study.machine = machine;
-    if (workload.generator.is_null()) {
-      study.recorded = std::make_shared<const Trace>(workload.trace);
-      study.recorded_name = workload.trace_file.string();
-    } else {
-      study.generator = workload.generator.at("kind").get<std::string>();
-      study.generator_params = workload.generator;
-      study.generator_params.erase("kind");
-    }
+    set_study_workload(study, workload);
     for (std::int64_t batch : batches) {
       Workload at;
       at.name = fmt::format("{}-b{}", workload.name, batch);
@@ -469,6 +462,18 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
     }
   }
   return experiment;
+}
+
+void set_study_workload(ScaleStudy& study, const Workload& workload, std::shared_ptr<const Trace> recorded)
+{
+  if (workload.generator.is_null()) {
+    study.recorded = recorded ? std::move(recorded) : std::make_shared<const Trace>(workload.trace);
+    study.recorded_name = workload.trace_file.string();
+  } else {
+    study.generator = workload.generator.at("kind").get<std::string>();
+    study.generator_params = workload.generator;
+    study.generator_params.erase("kind");
+  }
 }
 
 void materialize_workloads(Experiment& experiment, const std::filesystem::path& out_dir)

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,6 +71,10 @@ struct Experiment {
 // Loads and validates everything (planner names and params, machine, traces or generators).
 // Errors are InputError located at "file:line:col" of the offending key or value.
 Experiment load_experiment(const std::filesystem::path& path, const std::filesystem::path& presets_dir);
+
+// The workload part of a ScaleStudy: the generator and the parameters the file gave, or the recorded trace (shared:
+// `recorded` when the caller has one, else a copy of the workload's).
+void set_study_workload(ScaleStudy& study, const Workload& workload, std::shared_ptr<const Trace> recorded = nullptr);
 
 // Writes generated workloads' traces to out_dir/workloads/<name>.trace.json and points trace_file at them.
 void materialize_workloads(Experiment& experiment, const std::filesystem::path& out_dir);
