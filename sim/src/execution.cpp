@@ -105,6 +105,7 @@ private:
   }
   double now() const override { return now_; }
   const MemoryLedger& ledger() const override { return ledger_; }
+  double op_time(OpId op, int device) const override { return op_time_(trace_.op(op), device); }
 
   Plan plan_without_policy() const
   {
@@ -298,6 +299,8 @@ private:
       for (TensorId output : op.outputs) {
         if (accumulates(step, output))
           continue; // a shared weight gradient already there: the step adds into it, no allocation
+        if (step.kind == StepKind::recompute && ledger_.resident(step.device, step.instance, output))
+          continue; // a sibling of the tensor it brings back, still resident: rewritten in place
         if (!allocate(step, step.device, output))
           return;
         record.bytes += trace_.tensor(output).bytes;

@@ -270,14 +270,20 @@ PolicyDriver::Admission PolicyDriver::admit(StepId id)
   if (waits)
     return Admission::wait;
   if (!missing.empty()) {
-    std::vector<PolicyAction> actions;
+    // One tensor at a time: an answer may bring back a later one too (a recompute makes all its op's outputs),
+    // and that one is then waited for instead of asked about.
     for (const TensorSlot& slot : missing) {
+      if (const History* h = find_history(slot); h && pending(h->arriving)) {
+        depend(id, h->arriving);
+        waits = true;
+        continue;
+      }
       std::vector<PolicyAction> answer = policy_->on_missing_tensor(MissingTensor{id, slot}, *this);
       if (answer.empty())
         return Admission::start; // the core reports the missing tensor
-      actions.insert(actions.end(), answer.begin(), answer.end());
+      waits = execute(answer, trigger_deps(id), id) || waits;
     }
-    return execute(actions, trigger_deps(id), id) ? Admission::wait : Admission::start;
+    return waits ? Admission::wait : Admission::start;
   }
   const MemoryLedger& ledger = schedule_->ledger();
   for (const auto& [device, sizes] : allocations(*trace_, step)) {

@@ -29,6 +29,7 @@ public:
   virtual std::optional<StepId> stream_predecessor(StepId id) const = 0;
   virtual double now() const = 0;
   virtual const MemoryLedger& ledger() const = 0;
+  virtual double op_time(OpId op, int device) const = 0; // the cost model's time of `op` there
 };
 
 class PolicyDriver final : private PolicyView {
@@ -68,6 +69,8 @@ private:
   std::uint64_t in_use(int space) const override { return schedule_->ledger().in_use(space); }
   std::uint64_t capacity(int space) const override { return schedule_->ledger().capacity(space); }
   std::optional<OpId> producer(TensorId tensor) const override;
+  const Step& step(StepId id) const override { return schedule_->step(id); }
+  double op_time(OpId op, int device) const override { return schedule_->op_time(op, device); }
 
   bool is_policy_step(StepId id) const { return id >= plan_step_count_; }
   bool pending(StepId id) const { return id >= 0 && !schedule_->finished(id); }

@@ -96,6 +96,10 @@ public:
   virtual std::uint64_t in_use(int space) const = 0;
   virtual std::uint64_t capacity(int space) const = 0;
   virtual std::optional<OpId> producer(TensorId tensor) const = 0;
+  // The step a hook names (a plan step or one the policy added), and what an op costs on a device: DTR prices a
+  // victim by the time to recompute it and touches the inputs of the step that asks before it is rematerialized.
+  virtual const Step& step(StepId id) const = 0;
+  virtual double op_time(OpId op, int device) const = 0;
 };
 
 class MemoryPolicy {
