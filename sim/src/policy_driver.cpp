@@ -270,20 +270,17 @@ PolicyDriver::Admission PolicyDriver::admit(StepId id)
   if (waits)
     return Admission::wait;
   if (!missing.empty()) {
-    // One tensor at a time: an answer may bring back a later one too (a recompute makes all its op's outputs),
-    // and that one is then waited for instead of asked about.
+    // One tensor at a time, the next when the step is admitted again: what brings one back may bring a later one
+    // back too (a recompute that reads it, or makes it as a sibling). Asking about all at once could make an
+    // earlier recompute wait for a later one queued behind it on the same stream.
     for (const TensorSlot& slot : missing) {
-      if (const History* h = find_history(slot); h && pending(h->arriving)) {
-        depend(id, h->arriving);
-        waits = true;
-        continue;
-      }
       std::vector<PolicyAction> answer = policy_->on_missing_tensor(MissingTensor{id, slot}, *this);
       if (answer.empty())
         return Admission::start; // the core reports the missing tensor
-      waits = execute(answer, trigger_deps(id), id) || waits;
+      if (execute(answer, trigger_deps(id), id))
+        return Admission::wait;
     }
-    return waits ? Admission::wait : Admission::start;
+    return Admission::start;
   }
   const MemoryLedger& ledger = schedule_->ledger();
   for (const auto& [device, sizes] : allocations(*trace_, step)) {

@@ -204,8 +204,8 @@ private:
       space.instance = instance;
       space.storages.resize(view.trace().tensors.size());
       space.seen.resize(view.trace().tensors.size(), 0);
-      for (const Tensor& tensor : view.trace().tensors)
-        if (view.resident(TensorSlot{device, instance, tensor.id}))
+      for (const Tensor& tensor : view.trace().tensors) // the constants; the rest is made while the policy looks on
+        if (constant(tensor.id, view) && view.resident(TensorSlot{device, instance, tensor.id}))
           space.storages[index(tensor.id)].material = true;
     }
     return space;
