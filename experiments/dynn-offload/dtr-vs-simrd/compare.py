@@ -8,7 +8,7 @@ For each log: simrd (run_simrd.py: RuntimeV2EagerOptimized, baseline peak from a
 (2 - 1) x baseline compute) at budgets int(ratio x simrd's baseline peak); memsim: `memsim import dtr`, a keep-all
 plan whose budget is set to the same bytes, `memsim simulate --policy dtr` on the fast engine with the same
 overhead limit, on a machine whose GPU is the one the logs were recorded on (each op takes its recorded TIME).
-overhead = (compute + recompute) / compute. A run is infeasible when it runs out of memory (oom) or its
+overhead = (compute + recompute) / compute (for a failed run: up to where it stopped, as simrd reports it). A run is infeasible when it runs out of memory (oom) or its
 recomputation passes the limit (thrashed).
 """
 import argparse
@@ -43,7 +43,7 @@ def simrd_rows(simrd_dir, log, heuristic, cached):
     return rows
 
 
-def memsim_row(memsim, trace, plan, budget, heuristic, workdir):
+def memsim_row(memsim, trace, plan, budget, heuristic, workdir, compute_s):
     with open(plan) as f:
         data = json.load(f)
     data['budget_bytes'] = budget
@@ -56,8 +56,7 @@ def memsim_row(memsim, trace, plan, budget, heuristic, workdir):
                            '--policy-param', 'overhead_limit=2', '--json'], capture_output=True, text=True)
     text = proc.stdout
     metrics = json.loads(text[text.index('{'):text.rindex('}') + 1])
-    compute = metrics['compute_busy_s'] - metrics['recompute_time_s']
-    overhead = metrics['compute_busy_s'] / compute if compute > 0 else float('nan')
+    overhead = metrics['compute_busy_s'] / compute_s  # as simrd: the clock (where it stopped) / the compute
     if metrics['feasible']:
         return 'ok', overhead, metrics['peak_device_bytes']
     kind = metrics.get('error', {}).get('kind', '')
@@ -93,11 +92,13 @@ def main():
                  '--planner', 'keep-all', '--out', plan])
             with open(plan) as f:
                 keep_all_peak = json.load(f)['estimate']['peak_bytes']
+            with open(trace) as f:
+                compute_s = sum(op['time_s'] for op in json.load(f)['ops'])
             for heuristic in args.heuristics.split(','):
                 simrd = simrd_rows(args.simrd_dir, log, heuristic, cached)
                 for ratio in RATIOS:
                     s = simrd[ratio]
-                    status, overhead, _ = memsim_row(args.memsim, trace, plan, s['budget'], heuristic, workdir)
+                    status, overhead, _ = memsim_row(args.memsim, trace, plan, s['budget'], heuristic, workdir, compute_s)
                     both_ok = status == 'ok' and s['status'] == 'ok'
                     row = dict(model=model, heuristic=heuristic, ratio=ratio, budget_bytes=s['budget'],
                                simrd_status=s['status'], simrd_overhead=f"{s['overhead']:.6f}",

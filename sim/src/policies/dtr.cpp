@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -26,6 +27,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -127,16 +129,17 @@ public:
   {
     const Step& step = view.step(demand.step);
     touch(step, view);
-    Space& space = space_of(demand.device, step.instance, view);
+    space_of(demand.device, step.instance, view);
     std::uint64_t in_use = demand.in_use;
     std::vector<PolicyAction> actions;
     while (in_use + demand.bytes > demand.capacity) {
-      const std::optional<TensorId> victim = choose(space, view);
+      const std::optional<std::pair<Space*, TensorId>> victim = choose(demand.device, view);
       if (!victim)
         break; // nothing left to evict: the step fails out of memory
-      drop(space, *victim, view);
-      actions.push_back(PolicyAction::evict(TensorSlot{space.device, space.instance, *victim}));
-      const std::uint64_t bytes = view.trace().tensor(*victim).bytes;
+      auto [space, tensor] = *victim;
+      drop(*space, tensor, view);
+      actions.push_back(PolicyAction::evict(TensorSlot{space->device, space->instance, tensor}));
+      const std::uint64_t bytes = view.trace().tensor(tensor).bytes;
       in_use = in_use > bytes ? in_use - bytes : 0;
     }
     return actions;
@@ -169,7 +172,6 @@ private:
     int instance = 0;
     std::vector<Storage> storages; // per tensor
     std::set<std::pair<std::uint64_t, TensorId>> pool;
-    std::uint64_t next_position = 1;
     std::map<OpId, TensorId> remat_target; // what a recompute was asked for
     std::vector<std::uint32_t> seen;       // neighbourhood walks
     std::uint32_t walk = 0;
@@ -321,18 +323,25 @@ private:
     return kInfinity;
   }
 
-  // simrd's choose: the smallest value in pool order, ties to the last; a zero value is taken at once.
-  std::optional<TensorId> choose(Space& space, const PolicyView& view)
+  // simrd's choose: the smallest value in pool order, ties to the last; a zero value is taken at once. The pool
+  // is the device's: every instance on it.
+  std::optional<std::pair<Space*, TensorId>> choose(int device, const PolicyView& view)
   {
-    std::optional<TensorId> best;
+    std::vector<std::tuple<std::uint64_t, Space*, TensorId>> pool;
+    for (auto& [key, space] : spaces_)
+      if (space.device == device)
+        for (const auto& [position, tensor] : space.pool)
+          pool.emplace_back(position, &space, tensor);
+    std::sort(pool.begin(), pool.end());
+    std::optional<std::pair<Space*, TensorId>> best;
     double best_value = kInfinity;
-    for (const auto& [position, tensor] : space.pool) {
-      if (!space.storages[index(tensor)].material || view.pinned(TensorSlot{space.device, space.instance, tensor}))
+    for (const auto& [position, space, tensor] : pool) {
+      if (!space->storages[index(tensor)].material || view.pinned(TensorSlot{space->device, space->instance, tensor}))
         continue;
-      const double h = value(space, tensor, view);
+      const double h = value(*space, tensor, view);
       if (h <= best_value) {
         best_value = h;
-        best = tensor;
+        best = std::pair{space, tensor};
       }
       if (h == 0)
         break;
@@ -347,7 +356,7 @@ private:
       return;
     if (storage.pool_position != 0)
       space.pool.erase({storage.pool_position, tensor});
-    storage.pool_position = space.next_position++;
+    storage.pool_position = next_position_++;
     space.pool.insert({storage.pool_position, tensor});
   }
 
@@ -443,6 +452,7 @@ private:
   EvictedClasses classes_;
   std::vector<std::uint8_t> touched_; // per step
   std::vector<std::uint8_t> begun_;   // per step
+  std::uint64_t next_position_ = 1;   // pool order, across the spaces of a device
   double remat_s_ = 0;
   std::optional<double> compute_s_;
 };
