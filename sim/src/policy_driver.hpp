@@ -103,7 +103,8 @@ private:
   std::map<TensorSlot, History> histories_;
   std::map<TensorSlot, int> pins_;
   std::vector<std::vector<StepId>> realized_deps_; // per step
-  std::vector<std::uint8_t> claimed_;              // its reads are pinned (from its first admission to its end)
+  std::vector<std::uint8_t> claimed_;              // admitted at least once (until its end)
+  std::vector<std::vector<TensorSlot>> held_;      // the reads it has pinned so far (until its end)
   std::vector<std::uint8_t> started_;
   std::vector<std::uint8_t> skipped_;
   std::vector<std::vector<StepId>> inherited_; // skipped steps: what their dependents wait for instead
