@@ -217,6 +217,27 @@ TEST_P(DtrOnEngine, ConstantsAreNeverEvicted)
   EXPECT_EQ(result.error->kind, FailureKind::out_of_memory);
 }
 
+// The core rule DTR needs (no policy here): a recompute whose op has an output still resident writes that one in
+// place and allocates only the missing one. f0 x -> a0, a1 (1 MB each); a1 freed; recomputing f0 brings a1 back
+// and leaves a0 where it is: the peak stays at x + a0 + a1.
+TEST_P(DtrOnEngine, ARecomputeWritesAStillResidentOutputInPlace)
+{
+  const Trace trace = hand_trace({kMB, kMB}, {{{0}, {1, 2}}});
+  Plan plan;
+  plan.trace = trace.name;
+  plan.machine = "one-gpu";
+  plan.planner = "hand";
+  plan.budget_bytes = 3 * kMB;
+  PlanBuilder build(plan);
+  build.compute(0);
+  build.free(2);
+  build.recompute(0);
+  const RunResult result = run(trace, plan);
+  ASSERT_TRUE(result.metrics.feasible) << (result.error ? result.error->message : "");
+  EXPECT_EQ(result.metrics.peak_device_bytes, 3 * kMB);
+  EXPECT_NEAR(result.metrics.iteration_time_s, 2 * kMs, 1e-12);
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, DtrOnEngine, ::testing::Values(EngineKind::fast, EngineKind::simgrid),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
