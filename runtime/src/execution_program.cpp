@@ -385,13 +385,15 @@ private:
     return it->second;
   }
 
-  // A compute step that writes a weight gradient shared across instances and already resident adds into it
-  // (the core's rule: no allocation).
-  bool accumulates(const Step& step, TensorId output) const
+  // Outputs already resident that a step writes where they are (the core's rule: no allocation): a shared weight
+  // gradient a compute step adds into, and any output of a recompute that is still there.
+  bool writes_in_place(const Step& step, TensorId output) const
   {
     const Tensor& tensor = trace_.tensor(output);
-    return tensor.kind == TensorKind::weight_grad && shared_across_instances(plan_, tensor.kind) &&
-           ledger_.resident(step.device, step.instance, output);
+    if (!ledger_.resident(step.device, step.instance, output))
+      return false;
+    return step.kind == StepKind::recompute ||
+           (tensor.kind == TensorKind::weight_grad && shared_across_instances(plan_, tensor.kind));
   }
 
   // A host step reading a tensor whose offload may still be copying waits for that copy's end event.
@@ -419,7 +421,7 @@ private:
   {
     constexpr int host = MemoryLedger::kHost;
     for (TensorId output : op.outputs) {
-      if (accumulates(step, output))
+      if (writes_in_place(step, output))
         continue;
       if (auto denial = ledger_.allocate(host, step.instance, output, step.id)) {
         fail(*denial, &step, output, "allocates", describe_tensor(trace_, output), host);
@@ -533,7 +535,7 @@ private:
     auto require_resident = [&](TensorId tensor, const char* action) {
       return require_resident_in(space, tensor, action);
     };
-    std::vector<std::optional<std::size_t>> output_allocations; // per op output: none when it accumulates
+    std::vector<std::optional<std::size_t>> output_allocations; // per op output: none when written in place
     switch (step.kind) {
     case StepKind::compute:
     case StepKind::recompute: {
@@ -557,8 +559,8 @@ private:
       out.work = WorkKind::kernel;
       out.kernel_time_s = op.time_s;
       for (TensorId output : op.outputs) {
-        if (accumulates(step, output)) {
-          output_allocations.emplace_back(); // a resident shared gradient: the kernel adds into it
+        if (writes_in_place(step, output)) {
+          output_allocations.emplace_back(); // resident: the kernel writes into (or adds into) it
           continue;
         }
         auto allocation = allocate(&step, clock, memory_waits, output, step.instance, trace_.tensor(output).bytes);

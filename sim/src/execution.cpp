@@ -105,6 +105,7 @@ private:
   }
   double now() const override { return now_; }
   const MemoryLedger& ledger() const override { return ledger_; }
+  double op_time(OpId op, int device) const override { return op_time_(trace_.op(op), device); }
 
   Plan plan_without_policy() const
   {
@@ -296,8 +297,8 @@ private:
             (step.device == kHostNode && !require_arrived(step, step.device, input, "reads")))
           return;
       for (TensorId output : op.outputs) {
-        if (accumulates(step, output))
-          continue; // a shared weight gradient already there: the step adds into it, no allocation
+        if (writes_in_place(step, output))
+          continue; // already there: no allocation
         if (!allocate(step, step.device, output))
           return;
         record.bytes += trace_.tensor(output).bytes;
@@ -402,12 +403,15 @@ private:
       finish(id);
   }
 
-  // A compute step that writes a weight gradient shared across instances and already resident adds into it.
-  bool accumulates(const Step& step, TensorId output) const
+  // Outputs already resident that a step writes where they are: a shared weight gradient a compute step adds
+  // into, and any output of a recompute that is still there (the sibling of the one it brings back; DTR).
+  bool writes_in_place(const Step& step, TensorId output) const
   {
     const Tensor& tensor = trace_.tensor(output);
-    return tensor.kind == TensorKind::weight_grad && shared_across_instances(plan_, tensor.kind) &&
-           ledger_.resident(step.device, step.instance, output);
+    if (!ledger_.resident(step.device, step.instance, output))
+      return false;
+    return step.kind == StepKind::recompute ||
+           (tensor.kind == TensorKind::weight_grad && shared_across_instances(plan_, tensor.kind));
   }
 
   // split / merge: zero-time views; the ledger moves residency between the parent and its parts.

@@ -50,6 +50,7 @@ void PolicyDriver::grow(std::size_t step_count)
     return;
   realized_deps_.resize(step_count);
   claimed_.resize(step_count, 0);
+  held_.resize(step_count);
   started_.resize(step_count, 0);
   skipped_.resize(step_count, 0);
   inherited_.resize(step_count);
@@ -246,39 +247,58 @@ PolicyDriver::Admission PolicyDriver::admit(StepId id)
   grow(schedule_->step_count());
   const Step& step = schedule_->step(id);
   current_iteration_ = step.iteration;
+  const std::vector<TensorSlot> step_reads = reads(step);
+  // A step pins what it reads (locks it, in DTR's words): what is resident at its first admission at once, what is
+  // missing once it is back and the step turns to it, in input order -- so what an earlier input's recovery
+  // brought back on the way stays evictable until then, as in DTR.
+  auto hold = [&](const TensorSlot& slot) {
+    std::vector<TensorSlot>& held = held_[static_cast<std::size_t>(id)];
+    if (std::find(held.begin(), held.end(), slot) == held.end()) {
+      held.push_back(slot);
+      pin({slot}, +1);
+    }
+  };
   auto& claimed = claimed_[static_cast<std::size_t>(id)];
   if (!claimed) {
     claimed = 1;
-    pin(reads(step), +1);
+    for (const TensorSlot& slot : step_reads)
+      if (resident(slot))
+        hold(slot);
   }
   if (auto admission = admit_free_or_offload(step))
     return *admission;
 
   bool waits = false;
-  std::vector<TensorSlot> missing;
   // A policy offload reads its victim, which is leaving by its own free.
   const bool own_victim = is_policy_step(id) && step.kind == StepKind::offload;
-  for (const TensorSlot& slot : own_victim ? std::vector<TensorSlot>{} : reads(step)) {
+  const std::vector<TensorSlot> checked = own_victim ? std::vector<TensorSlot>{} : step_reads;
+  for (const TensorSlot& slot : checked) {
     const History* h = find_history(slot);
     if (h && (pending(h->arriving) || pending(h->leaving))) {
       depend(id, pending(h->arriving) ? h->arriving : h->leaving);
       waits = true;
-    } else if (!resident(slot)) {
-      missing.push_back(slot);
     }
   }
   if (waits)
     return Admission::wait;
-  if (!missing.empty()) {
-    std::vector<PolicyAction> actions;
-    for (const TensorSlot& slot : missing) {
-      std::vector<PolicyAction> answer = policy_->on_missing_tensor(MissingTensor{id, slot}, *this);
-      if (answer.empty())
-        return Admission::start; // the core reports the missing tensor
-      actions.insert(actions.end(), answer.begin(), answer.end());
+  // One missing tensor at a time, the next when the step is admitted again: what brings one back may bring a later
+  // one back too (a recompute that reads it, or makes it as a sibling). Asking about all at once could make an
+  // earlier recompute wait for a later one queued behind it on the same stream.
+  bool asked = false;
+  for (const TensorSlot& slot : checked) {
+    if (resident(slot)) {
+      hold(slot);
+      continue;
     }
-    return execute(actions, trigger_deps(id), id) ? Admission::wait : Admission::start;
+    std::vector<PolicyAction> answer = policy_->on_missing_tensor(MissingTensor{id, slot}, *this);
+    if (answer.empty())
+      return Admission::start; // the core reports the missing tensor
+    if (execute(answer, trigger_deps(id), id))
+      return Admission::wait;
+    asked = true;
   }
+  if (asked)
+    return Admission::start;
   const MemoryLedger& ledger = schedule_->ledger();
   for (const auto& [device, sizes] : allocations(*trace_, step)) {
     if (device < 0 || ledger.fits(device, sizes))
@@ -350,8 +370,10 @@ void PolicyDriver::finished(StepId id)
   const Step& step = schedule_->step(id);
   current_iteration_ = step.iteration;
   const auto index = static_cast<std::size_t>(id);
-  if (claimed_[index])
-    pin(reads(step), -1);
+  if (claimed_[index]) {
+    pin(held_[index], -1);
+    held_[index].clear();
+  }
   if (started_[index]) {
     const std::vector<TensorSlot> written = writes(step);
     pin(written, -1);

@@ -29,6 +29,7 @@ public:
   virtual std::optional<StepId> stream_predecessor(StepId id) const = 0;
   virtual double now() const = 0;
   virtual const MemoryLedger& ledger() const = 0;
+  virtual double op_time(OpId op, int device) const = 0; // the cost model's time of `op` there
 };
 
 class PolicyDriver final : private PolicyView {
@@ -68,6 +69,8 @@ private:
   std::uint64_t in_use(int space) const override { return schedule_->ledger().in_use(space); }
   std::uint64_t capacity(int space) const override { return schedule_->ledger().capacity(space); }
   std::optional<OpId> producer(TensorId tensor) const override;
+  const Step& step(StepId id) const override { return schedule_->step(id); }
+  double op_time(OpId op, int device) const override { return schedule_->op_time(op, device); }
 
   bool is_policy_step(StepId id) const { return id >= plan_step_count_; }
   bool pending(StepId id) const { return id >= 0 && !schedule_->finished(id); }
@@ -100,7 +103,8 @@ private:
   std::map<TensorSlot, History> histories_;
   std::map<TensorSlot, int> pins_;
   std::vector<std::vector<StepId>> realized_deps_; // per step
-  std::vector<std::uint8_t> claimed_;              // its reads are pinned (from its first admission to its end)
+  std::vector<std::uint8_t> claimed_;              // admitted at least once (until its end)
+  std::vector<std::vector<TensorSlot>> held_;      // the reads it has pinned so far (until its end)
   std::vector<std::uint8_t> started_;
   std::vector<std::uint8_t> skipped_;
   std::vector<std::vector<StepId>> inherited_; // skipped steps: what their dependents wait for instead

@@ -283,6 +283,27 @@ TEST(Cli, SimulateWithAPolicyWritesARealizedPlanThatReplaysTheSame)
   }
 }
 
+// The same two instances under dtr: the first instance's a1 is dropped (no copy, no time) for the second's.
+TEST(Cli, SimulateWithDtrDropsInsteadOfCopying)
+{
+  ScratchDir scratch;
+  const auto plan = write_plan(scratch, kTwoInstanceSteps, 3500000);
+  for (const char* engine : {"simgrid", "fast"}) {
+    const auto live = run_command(
+        simulate_command(plan, std::string("--json --policy dtr --policy-param heuristic=dtr-eq --engine ") + engine),
+        true);
+    ASSERT_EQ(live.exit_code, 0) << live.output;
+    const nlohmann::json metrics = json_of(live);
+    EXPECT_EQ(metrics["feasible"], true);
+    EXPECT_NEAR(metrics["iteration_time_s"].get<double>(), 0.002, 1e-12);
+    EXPECT_EQ(metrics["d2h_bytes"], 0);
+    EXPECT_EQ(metrics["peak_device_bytes"], 3002000);
+  }
+  const auto bad = run_command(simulate_command(plan, "--policy dtr --policy-param heuristic=random"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("parameter 'heuristic' of policy 'dtr'"));
+}
+
 TEST(Cli, ThePlansPolicyRunsUnlessTheCommandLineOverridesIt)
 {
   ScratchDir scratch;
@@ -308,7 +329,7 @@ TEST(Cli, BadPolicyNamesAndParametersExitTwo)
   const auto plan = write_plan(scratch, kTwoInstanceSteps, 3500000);
   const auto unknown = run_command(simulate_command(plan, "--policy no-such"));
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_THAT(unknown.output, HasSubstr("unknown policy 'no-such' (valid: lru-swap)"));
+  EXPECT_THAT(unknown.output, HasSubstr("unknown policy 'no-such' (valid: dtr, lru-swap)"));
   const auto bad_value = run_command(simulate_command(plan, "--policy lru-swap --policy-param min_bytes=-1"));
   EXPECT_EQ(bad_value.exit_code, 2);
   EXPECT_THAT(bad_value.output, HasSubstr("parameter 'min_bytes' of policy 'lru-swap'"));

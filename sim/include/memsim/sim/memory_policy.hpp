@@ -4,7 +4,8 @@
 //   on_access           every read and write of a tensor by a running step (LRU / staleness clocks);
 //   on_step_start/end   every step (a policy may prefetch or offload ahead, as DyNN-Offload does);
 //   on_allocation_denied a step's allocations do not fit on a device;
-//   on_missing_tensor   a step reads a tensor that is not resident on its device.
+//   on_missing_tensor   a step reads a tensor that is not resident on its device (one at a time, in input order:
+//                       the next when what the answer added has finished, so it may have come back on the way).
 // A policy answers with actions. The core turns each action into ordinary plan steps run as real work on the
 // physics -- transfers over the host link, recomputation as compute -- so they are costed and timed exactly like
 // a planner's steps, and the run can be written back as a static plan (the realized plan).
@@ -90,12 +91,17 @@ public:
   virtual std::size_t device_count() const = 0;
   virtual bool resident(const TensorSlot& slot) const = 0;
   virtual bool has_host_copy(int instance, TensorId tensor) const = 0;
-  // In use now: read or written by a running step, read by a step waiting for policy actions, or already being
-  // moved by an earlier action. A pinned tensor cannot be offloaded or evicted.
+  // In use now: read or written by a running step, read by a step waiting for policy actions (what it had at its
+  // first admission, then each missing input once it is back and the step turns to it, in input order), or
+  // already being moved by an earlier action. A pinned tensor cannot be offloaded or evicted.
   virtual bool pinned(const TensorSlot& slot) const = 0;
   virtual std::uint64_t in_use(int space) const = 0;
   virtual std::uint64_t capacity(int space) const = 0;
   virtual std::optional<OpId> producer(TensorId tensor) const = 0;
+  // The step a hook names (a plan step or one the policy added), and what an op costs on a device: DTR prices a
+  // victim by the time to recompute it and touches the inputs of the step that asks before it is rematerialized.
+  virtual const Step& step(StepId id) const = 0;
+  virtual double op_time(OpId op, int device) const = 0;
 };
 
 class MemoryPolicy {
