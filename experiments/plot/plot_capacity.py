@@ -71,9 +71,9 @@ def main():
                     missing.append(x)
                     continue
                 xs.append(x)
-                heights.append(int(row["largest"]))
+                heights.append(float(row["largest"]))
                 label = row["largest"] + ("+" if row["reached_limit"] == "true" else "")
-                panel.annotate(label, (x, int(row["largest"])), ha="center", va="bottom", fontsize=7)
+                panel.annotate(label, (x, float(row["largest"])), ha="center", va="bottom", fontsize=7)
             bars = panel.bar(xs, heights, width, label=planner, color=f"C{p}")
             if missing:
                 panel.plot(missing, [0] * len(missing), "x", color=bars.patches[0].get_facecolor() if heights

@@ -27,22 +27,25 @@ using Json = nlohmann::json;
 Json search_content(const ScaleStudy& study, const Experiment& experiment, std::optional<double> bandwidth,
                     const CapacitySearchOptions& bounds, std::optional<double> min_throughput)
 {
-  return Json{{"generator", study.generator},
-              {"generator_params", study.generator_params},
-              {"trace_hash", study.recorded ? Json(stable_hash(trace_to_json(*study.recorded).dump())) : Json()},
-              {"axis", to_string(study.axis)},
-              {"axis_param", study.axis_param},
-              {"planner", study.planner},
-              {"params", study.planner_params},
-              {"machine_hash", experiment.machine_hash},
-              {"budget_bytes", study.budget_bytes},
-              {"bandwidth", bandwidth ? Json(*bandwidth) : Json()},
-              {"start", bounds.start},
-              {"limit", bounds.limit},
-              {"scan", bounds.scan},
-              {"min_throughput", min_throughput ? Json(*min_throughput) : Json()},
-              {"engine", to_string(study.simulation.engine)},
-              {"allocator", to_string(study.simulation.allocator)}};
+  Json content{{"generator", study.generator},
+               {"generator_params", study.generator_params},
+               {"trace_hash", study.recorded ? Json(stable_hash(trace_to_json(*study.recorded).dump())) : Json()},
+               {"axis", to_string(study.axis)},
+               {"axis_param", study.axis_param},
+               {"planner", study.planner},
+               {"params", study.planner_params},
+               {"machine_hash", experiment.machine_hash},
+               {"budget_bytes", study.budget_bytes},
+               {"bandwidth", bandwidth ? Json(*bandwidth) : Json()},
+               {"start", bounds.start},
+               {"limit", bounds.limit},
+               {"scan", bounds.scan},
+               {"min_throughput", min_throughput ? Json(*min_throughput) : Json()},
+               {"engine", to_string(study.simulation.engine)},
+               {"allocator", to_string(study.simulation.allocator)}};
+  if (study.axis_step != 1) // only then, so searches cached before the step existed stay valid
+    content["axis_step"] = study.axis_step;
+  return content;
 }
 
 Json result_to_json(const Json& content, const CapacityResult& result)
@@ -203,7 +206,9 @@ std::string format_capacity_table(const std::vector<CapacityCell>& cells, const 
       order.push_back(group);
     const CapacityResult& search = outcomes[i].search;
     groups[group][{cells[i].workload, cells[i].planner_label}] =
-        search.largest ? fmt::format("{}{}", *search.largest, search.reached_limit ? "+" : "") : "-";
+        search.largest ? fmt::format("{}{}", format_number(axis_value(cells[i].study, *search.largest)),
+                                     search.reached_limit ? "+" : "")
+                       : "-";
   }
   std::string table;
   for (const auto& group : order) {
@@ -231,7 +236,7 @@ std::string format_capacity_table(const std::vector<CapacityCell>& cells, const 
 
 SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment& experiment)
 {
-  node.only_keys({"axis", "axis_param", "start", "limit", "scan", "min_throughput"});
+  node.only_keys({"axis", "axis_param", "step", "start", "limit", "scan", "min_throughput"});
   SearchSettings settings;
   if (node.has("axis")) {
     const std::string text = node.at("axis").as_string();
@@ -242,6 +247,8 @@ SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment&
   }
   if (node.has("axis_param"))
     settings.axis_param = node.at("axis_param").as_string();
+  if (node.has("step"))
+    settings.axis_step = node.at("step").as_number();
   auto bounded = [&](const char* key, std::int64_t low, std::int64_t high, std::int64_t& field) {
     if (!node.has(key))
       return;
@@ -271,6 +278,11 @@ SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment&
     } catch (const InputError& error) {
       throw InputError(workload.where, fmt::format("workload '{}': {}", workload.name, error.message()));
     }
+    try {
+      set_axis_step(study, settings.axis_step);
+    } catch (const InputError& error) {
+      node.at("step").fail(fmt::format("workload '{}': {}", workload.name, error.message()));
+    }
   }
   for (const BudgetChoice& budget : experiment.budgets)
     if (!budget.bytes)
@@ -297,6 +309,7 @@ std::vector<CapacityCell> expand_capacity_cells(const Experiment& experiment)
     set_study_workload(study, point.workload,
                        point.workload.generator.is_null() ? recorded.at(point.workload.name) : nullptr);
     set_axis(study, settings.axis, settings.axis_param);
+    set_axis_step(study, settings.axis_step);
     study.planner = point.planner.name;
     study.planner_params = point.planner.params;
     study.machine = experiment.machine;
@@ -393,8 +406,8 @@ std::string capacity_csv_row(const CapacityCell& cell, const CapacityOutcome& ou
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(cell.workload),
                      csv_field(cell.planner_label), csv_field(cell.study.machine.name), cell.study.budget_bytes,
                      optional_number(cell.bandwidth), to_string(cell.study.axis), cell.study.axis_param,
-                     search.largest ? std::to_string(*search.largest) : "", search.reached_limit ? "true" : "false",
-                     best ? format_number(best->outcome.iteration_time_s) : "",
+                     search.largest ? format_number(axis_value(cell.study, *search.largest)) : "",
+                     search.reached_limit ? "true" : "false", best ? format_number(best->outcome.iteration_time_s) : "",
                      best ? format_number(best->outcome.samples_per_s) : "", optional_number(outcome.min_samples_per_s),
                      search.probes.size());
 }

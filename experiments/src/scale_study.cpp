@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <filesystem>
 
 namespace memsim::experiments {
@@ -46,7 +47,10 @@ ParamValues values_at(const ScaleStudy& study, std::int64_t value)
 {
   const GeneratorInfo& info = generator_info(study.generator, "--workload");
   nlohmann::json given = study.generator_params;
-  given[study.axis_param] = value;
+  if (study.axis_step == 1)
+    given[study.axis_param] = value;
+  else
+    given[study.axis_param] = axis_value(study, value);
   return generator_registry().complete_params(info, given);
 }
 
@@ -127,6 +131,7 @@ std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, con
 void set_axis(ScaleStudy& study, ScaleAxis axis, const std::string& requested)
 {
   study.axis = axis;
+  study.axis_step = 1;
   if (!study.recorded) {
     study.axis_param = resolve_axis_param(study.generator, axis, requested);
     return;
@@ -137,6 +142,23 @@ void set_axis(ScaleStudy& study, ScaleAxis axis, const std::string& requested)
                                            study.recorded_name));
   study.axis_param = "batch";
 }
+
+void set_axis_step(ScaleStudy& study, double step)
+{
+  if (!(step > 0) || !std::isfinite(step))
+    throw InputError("--axis-step", fmt::format("the axis step must be a positive number, found {}", step));
+  if (step != 1) {
+    const ParamSpec* spec =
+        study.recorded ? nullptr : find_param(generator_info(study.generator, "--workload"), study.axis_param);
+    if (!spec || spec->type != ParamType::number)
+      throw InputError("--axis-step", fmt::format("a step of {} needs a generator parameter that takes a number (a "
+                                                  "scale such as width); '{}' does not",
+                                                  step, study.recorded ? study.recorded_name : study.axis_param));
+  }
+  study.axis_step = step;
+}
+
+double axis_value(const ScaleStudy& study, std::int64_t value) { return static_cast<double>(value) * study.axis_step; }
 
 Trace workload_at(const ScaleStudy& study, std::int64_t value)
 {

@@ -3,6 +3,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
+#include "memsim/experiments/experiment.hpp"
 #include "memsim/experiments/scale_study.hpp"
 #include "memsim/planners/planner.hpp"
 
@@ -25,6 +26,7 @@ struct Options {
   std::string workload;
   std::string axis = "batch";
   std::string axis_param;
+  double axis_step = 1;
   std::string planner;
   std::vector<std::string> params;
   std::string machine;
@@ -37,6 +39,12 @@ struct Options {
   std::string allocator = "bytes";
   bool json = false;
 };
+
+// The largest value found, in the parameter's units (a whole number unless --axis-step says otherwise).
+nlohmann::json largest_json(const ScaleStudy& study, std::int64_t largest)
+{
+  return study.axis_step == 1 ? nlohmann::json(largest) : nlohmann::json(experiments::axis_value(study, largest));
+}
 
 nlohmann::json probe_to_json(const Probe& probe)
 {
@@ -75,6 +83,7 @@ void run(const Options& options, Context& context)
   if (!axis)
     throw InputError("--axis", fmt::format("unknown axis '{}' (valid: batch, width, depth)", options.axis));
   experiments::set_axis(study, *axis, options.axis_param);
+  experiments::set_axis_step(study, options.axis_step);
   const PlannerInfo& planner = planner_registry().get(options.planner);
   study.planner = planner.name;
   study.planner_params = parse_param_assignments(planner, options.params);
@@ -133,7 +142,7 @@ void run(const Options& options, Context& context)
                             {"params", study.planner_params},
                             {"machine", study.machine.name},
                             {"budget_bytes", study.budget_bytes},
-                            {"largest", result.largest ? nlohmann::json(*result.largest) : nlohmann::json()},
+                            {"largest", result.largest ? largest_json(study, *result.largest) : nlohmann::json()},
                             {"reached_limit", result.reached_limit},
                             {"probes", probes}};
     if (best) {
@@ -142,10 +151,13 @@ void run(const Options& options, Context& context)
     }
     if (!floor_document.is_null())
       document["throughput_floor"] = floor_document;
+    if (study.axis_step != 1)
+      document["axis_step"] = study.axis_step;
     fmt::print("{}\n", document.dump(2));
   } else if (best) {
     fmt::print("largest {} ({}) for {} with {}: {} — iteration {}, {:.6g} samples/s{}\n",
-               experiments::to_string(study.axis), study.axis_param, options.workload, study.planner, *result.largest,
+               experiments::to_string(study.axis), study.axis_param, options.workload, study.planner,
+               experiments::format_number(experiments::axis_value(study, *result.largest)),
                units::format_duration(best->outcome.iteration_time_s), best->outcome.samples_per_s,
                result.reached_limit ? " (the --limit: larger values were not tried)" : "");
   } else {
@@ -176,6 +188,11 @@ void add_max_scale_command(CLI::App& app, Context& context)
       "--axis-param", options->axis_param,
       "the generator's parameter the axis sets, integer or a scale (default: batch; depth or layers; width or "
       "hidden)");
+  command
+      ->add_option("--axis-step", options->axis_step,
+                   "the parameter is the axis value times this (e.g. 0.125: width in eighths; a number parameter "
+                   "only)")
+      ->default_val(1.0);
   command->add_option("--planner", options->planner, "planner name (see `memsim planners`)")->required();
   command->add_option("--param", options->params, "planner parameter name=value (repeatable)");
   command->add_option("--machine", options->machine, "machine preset name or YAML file")->required();

@@ -30,6 +30,7 @@ struct ScaleStudy {
   std::string recorded_name;                                  // its file, for messages
   ScaleAxis axis = ScaleAxis::batch;
   std::string axis_param; // the generator's parameter the axis sets
+  double axis_step = 1;   // the axis value v sets the parameter to v x axis_step (a finer scale than whole numbers)
   std::string planner;
   nlohmann::json planner_params = nlohmann::json::object();
   Machine machine;
@@ -42,6 +43,7 @@ struct ScaleStudy {
 struct SearchSettings {
   ScaleAxis axis = ScaleAxis::batch;
   std::string axis_param; // empty: the axis's default parameter for each workload's generator
+  double axis_step = 1;   // see ScaleStudy::axis_step
   CapacitySearchOptions bounds;
   std::optional<double> min_throughput; // fraction of keep-all's samples/s at keep-all's largest batch
 };
@@ -58,6 +60,10 @@ std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, con
 // Sets the study's axis and the parameter it moves (resolve_axis_param for a generator; "batch" for a recorded
 // trace, which refuses the other axes).
 void set_axis(ScaleStudy& study, ScaleAxis axis, const std::string& requested);
+// A step other than 1 needs a generator parameter that takes a number (a scale such as `width`), not an integer.
+void set_axis_step(ScaleStudy& study, double step);
+// The parameter's value at axis value `value`: value x axis_step.
+double axis_value(const ScaleStudy& study, std::int64_t value);
 
 // The workload at one value of the axis: generated on the machine's first GPU, or the recorded trace rescaled to
 // that batch and to that GPU.
