@@ -203,6 +203,24 @@ TEST(ScaleStudy, ThroughputFloorMakesFastEnoughAConditionOfFitting)
   EXPECT_THAT(below.reason, HasSubstr("below the floor"));
 }
 
+// A step scales a number parameter: axis value v sets channel_scale to v x 0.125, so value 8 is the whole-number
+// scale 1; an integer parameter (the batch) refuses a step.
+TEST(ScaleStudy, AStepScalesANumberParameter)
+{
+  ScaleStudy study = small_cnn_study();
+  EXPECT_THROW(set_axis_step(study, 0.5), InputError);
+  set_axis(study, ScaleAxis::width, "channel_scale");
+  ScaleStudy whole = study;
+  set_axis_step(study, 0.125);
+  EXPECT_DOUBLE_EQ(axis_value(study, 4), 0.5);
+  EXPECT_EQ(trace_to_json(workload_at(study, 8)), trace_to_json(workload_at(whole, 1)));
+  EXPECT_NE(trace_to_json(workload_at(study, 4)), trace_to_json(workload_at(whole, 1)));
+  EXPECT_THROW(set_axis_step(study, 0), InputError);
+  // A new axis starts again from whole numbers.
+  set_axis(study, ScaleAxis::batch, "");
+  EXPECT_EQ(study.axis_step, 1);
+}
+
 TEST(ScaleStudy, AxesResolveToIntegerGeneratorParameters)
 {
   EXPECT_EQ(resolve_axis_param("cnn", ScaleAxis::depth, ""), "depth");
