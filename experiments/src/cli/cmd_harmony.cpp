@@ -1,0 +1,95 @@
+// memsim harmony estimate: Harmony's own runtime estimate of one configuration on a layer profile.
+#include "commands.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/planners/harmony/estimator.hpp"
+#include "memsim/traces/layer_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
+namespace memsim::cli {
+namespace {
+
+struct Options {
+  std::string profile;
+  int gpus = 1;
+  int minibatch = 1;
+  std::string mode = "pp";
+  int u_forward = 1;
+  int u_backward = 1;
+  std::string packs_forward;
+  std::string packs_backward;
+  harmony::EstimatorSettings settings;
+  std::string events; // CSV of the event timeline ("" = none)
+};
+
+void run_estimate(const Options& options)
+{
+  const LayerProfile profile = load_layer_profile(options.profile);
+  if (options.mode != "pp" && options.mode != "dp")
+    throw InputError("--mode", fmt::format("expected pp or dp, found '{}'", options.mode));
+  const harmony::Mode mode = options.mode == "pp" ? harmony::Mode::pp : harmony::Mode::dp;
+  harmony::Configuration config;
+  config.u_forward = options.u_forward;
+  config.u_backward = options.u_backward;
+  config.packs_forward = harmony::parse_packs(options.packs_forward, "--packs-fwd");
+  config.packs_backward = harmony::parse_packs(options.packs_backward, "--packs-bwd");
+  const harmony::Estimate estimate =
+      harmony::estimate(profile, options.gpus, options.minibatch, mode, config, options.settings);
+  std::string ranks;
+  for (const double end : estimate.rank_end_s)
+    ranks += fmt::format("{}{:.3f}", ranks.empty() ? "" : ", ", end);
+  fmt::print("{} {} N={} D={} u_fwd={} |P_F|={} u_bwd={} |P_B|={}: {:.3f} s ({}) {} events\n", profile.model,
+             options.mode, options.gpus, options.minibatch, config.u_forward, config.packs_forward.size(),
+             config.u_backward, config.packs_backward.size(), estimate.iteration_s, ranks, estimate.events.size());
+  fmt::print("iteration_s {:.17g}\n", estimate.iteration_s);
+  if (!options.events.empty()) {
+    std::string text = "task,microbatch,subpack,rank,stream,kind,begin_s,end_s\n";
+    for (const harmony::EstimatedEvent& event : estimate.events)
+      text += fmt::format("{},{},{},{},{},{},{:.9f},{:.9f}\n", event.task, event.microbatch, event.subpack, event.rank,
+                          event.stream, event.kind, event.begin_s, event.end_s);
+    std::FILE* file = std::fopen(options.events.c_str(), "w");
+    if (file == nullptr)
+      throw InputError("--events", fmt::format("cannot write '{}'", options.events));
+    std::fputs(text.c_str(), file);
+    std::fclose(file);
+  }
+}
+
+} // namespace
+
+void add_harmony_command(CLI::App& app, Context&)
+{
+  CLI::App* harmony = app.add_subcommand("harmony", "Harmony (Li et al., PVLDB 2022) tools on layer profiles");
+  harmony->require_subcommand(1);
+  auto options = std::make_shared<Options>();
+  CLI::App* estimate = harmony->add_subcommand(
+      "estimate", "Harmony's own runtime estimate (its simulator.py rules: bw_swap/N per GPU, uncontended p2p, "
+                  "time_del per task, prefetch off) of one configuration <U_F, P_F, U_B, P_B>");
+  estimate->add_option("--profile", options->profile, "layer profile (memsim-layer-profile or harmony-profile JSON)")
+      ->required();
+  estimate->add_option("--gpus", options->gpus, "N, the GPUs")->required();
+  estimate->add_option("--minibatch", options->minibatch, "D, samples per iteration")->required();
+  estimate->add_option("--mode", options->mode, "pp (wrap-around pipeline) or dp (data parallel)")->required();
+  estimate->add_option("--u-fwd", options->u_forward, "U_F, forward microbatch size")->required();
+  estimate->add_option("--u-bwd", options->u_backward, "U_B, backward microbatch size")->required();
+  estimate->add_option("--packs-fwd", options->packs_forward,
+                       "P_F as inclusive layer ranges, e.g. 0-9,10-19 (covers the layers before P_B's last pack; "
+                       "empty when P_B has one pack)");
+  estimate->add_option("--packs-bwd", options->packs_backward, "P_B as inclusive layer ranges, covering every layer")
+      ->required();
+  estimate->add_option("--bw-swap", options->settings.bw_swap, "host<->GPU bytes/s shared by the N GPUs")
+      ->capture_default_str();
+  estimate->add_option("--bw-p2p", options->settings.bw_p2p, "GPU<->GPU bytes/s")->capture_default_str();
+  estimate->add_option("--bw-msg", options->settings.bw_msg, "host-memory copy bytes/s between rank processes")
+      ->capture_default_str();
+  estimate->add_option("--time-del", options->settings.time_del, "seconds per FWD/BWD task to free its tensors")
+      ->capture_default_str();
+  estimate->add_option("--events", options->events, "write the event timeline as CSV");
+  estimate->callback([options] { run_estimate(*options); });
+}
+
+} // namespace memsim::cli
