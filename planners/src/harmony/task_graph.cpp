@@ -41,6 +41,8 @@ void check_configuration(std::size_t layers, int gpus, int minibatch, Mode mode,
   } else {
     check_contiguous(config.packs_forward, forward_end, "--packs-fwd");
   }
+  if (minibatch < (mode == Mode::dp ? gpus : 1))
+    throw InputError("--minibatch", fmt::format("{} samples leave a rank without any", minibatch));
   const int per_rank = mode == Mode::dp ? minibatch / gpus + (minibatch % gpus != 0 ? 1 : 0) : minibatch;
   for (const auto& [u, option] : {std::pair{config.u_forward, "--u-fwd"}, std::pair{config.u_backward, "--u-bwd"}})
     if (u < 1 || u > per_rank)
