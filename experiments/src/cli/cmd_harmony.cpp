@@ -3,10 +3,12 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/estimator.hpp"
+#include "memsim/planners/harmony/search.hpp"
 #include "memsim/traces/layer_profile.hpp"
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -59,6 +61,49 @@ void run_estimate(const Options& options)
   }
 }
 
+struct SearchOptions {
+  std::string profile;
+  int gpus = 1;
+  int minibatch = 1;
+  std::string mode = "pp";
+  std::vector<std::string> forward_methods{"balanced_time", "reuse"};
+  std::vector<std::string> backward_methods{"balanced_time"};
+  bool rank_fit_first = false;
+  harmony::SearchSettings settings;
+};
+
+void run_search(const SearchOptions& options)
+{
+  const LayerProfile profile = load_layer_profile(options.profile);
+  if (options.mode != "pp" && options.mode != "dp")
+    throw InputError("--mode", fmt::format("expected pp or dp, found '{}'", options.mode));
+  harmony::SearchSettings settings = options.settings;
+  settings.forward_methods.clear();
+  for (const std::string& name : options.forward_methods)
+    settings.forward_methods.push_back(harmony::parse_packing_method(name, "--packing-fwd"));
+  settings.backward_methods.clear();
+  for (const std::string& name : options.backward_methods)
+    settings.backward_methods.push_back(harmony::parse_packing_method(name, "--packing-bwd"));
+  settings.rank_fit_normally = !options.rank_fit_first;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = harmony::search(profile, options.gpus, options.minibatch,
+                                      options.mode == "pp" ? harmony::Mode::pp : harmony::Mode::dp, settings);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result) {
+    fmt::print("{} {} N={} D={}: no configuration fits memory_cap {:.0f} B\n", profile.model, options.mode,
+               options.gpus, options.minibatch, settings.memory_cap);
+    return;
+  }
+  const harmony::Configuration& best = result->best;
+  fmt::print("{} {} N={} D={}: best of {} configurations {:.3f} s: u_fwd={} |P_F|={} ({}) u_bwd={} |P_B|={} ({})\n",
+             profile.model, options.mode, options.gpus, options.minibatch, result->candidates,
+             result->estimate.iteration_s, best.u_forward, best.packs_forward.size(), result->forward_method,
+             best.u_backward, best.packs_backward.size(), result->backward_method);
+  fmt::print("iteration_s {:.17g}\npacks_fwd {}\npacks_bwd {}\n", result->estimate.iteration_s,
+             harmony::format_packs(best.packs_forward), harmony::format_packs(best.packs_backward));
+  std::fprintf(stderr, "search time %.3f s\n", seconds);
+}
+
 } // namespace
 
 void add_harmony_command(CLI::App& app, Context&)
@@ -90,6 +135,26 @@ void add_harmony_command(CLI::App& app, Context&)
       ->capture_default_str();
   estimate->add_option("--events", options->events, "write the event timeline as CSV");
   estimate->callback([options] { run_estimate(*options); });
+
+  auto search_options = std::make_shared<SearchOptions>();
+  CLI::App* search = harmony->add_subcommand(
+      "search", "Harmony's configuration search (Alg. 1) with its estimator; prints the Top-1 <U_F, P_F, U_B, P_B> "
+                "(search time on stderr)");
+  search->add_option("--profile", search_options->profile, "layer profile (memsim-layer-profile or harmony-profile)")
+      ->required();
+  search->add_option("--gpus", search_options->gpus, "N, the GPUs")->required();
+  search->add_option("--minibatch", search_options->minibatch, "D, samples per iteration")->required();
+  search->add_option("--mode", search_options->mode, "pp (wrap-around pipeline) or dp (data parallel)")->required();
+  search->add_option("--memory-cap", search_options->settings.memory_cap, "bytes a pack may use")
+      ->capture_default_str();
+  search->add_option("--packing-fwd", search_options->forward_methods, "forward packing methods (balanced_time, reuse)")
+      ->capture_default_str();
+  search->add_option("--packing-bwd", search_options->backward_methods, "backward packing methods (balanced_time)")
+      ->capture_default_str();
+  search->add_flag("--rank-fit-first", search_options->rank_fit_first,
+                   "rank a model that fits one pack first (Harmony's default; its paper scripts pass "
+                   "--rank_fit_normally)");
+  search->callback([search_options] { run_search(*search_options); });
 }
 
 } // namespace memsim::cli
