@@ -99,6 +99,9 @@ TEST(HarmonyEstimator, WrapAroundPipelineTimeline)
   // Compute on GPU 0: FWD 1+1, REC 1+1, BWD 2+2; GPU 1: REC 3+3, BWD 4+4.
   EXPECT_DOUBLE_EQ(estimate.rank_compute_s[0], 8);
   EXPECT_DOUBLE_EQ(estimate.rank_compute_s[1], 14);
+  // Memory (CofTask): FWD[0] = X 1 + pack 10 + Y 2 + stash 1 = 14; BWD[0] = 2 X 1 + dY 2 + pack 20 = 24; the loss
+  // task = 2 X 2 + pack (20 + 20 - X 1) + dX 2 = 45.
+  EXPECT_EQ(estimate.rank_memory_bytes, (std::vector<double>{24, 45}));
 }
 
 // dp, N = 2, D = 4: rank 0 runs every task on its 2 samples; boundaries go out to the host and back, gradients are
@@ -143,6 +146,7 @@ TEST(HarmonyEstimator, DataParallelTimeline)
   expect_span(estimate, 4, 0, "Update", 56, 56.25);
   ASSERT_EQ(estimate.rank_end_s.size(), 1u);
   EXPECT_DOUBLE_EQ(estimate.iteration_s, 56.5);
+  EXPECT_EQ(estimate.rank_memory_bytes, (std::vector<double>{45}));
 }
 
 TEST(HarmonyEstimator, DeterministicAndRejectsBadConfigurations)

@@ -105,7 +105,8 @@ TEST(TraceCli, ImportHarmonyProfileThenEstimateAndSearch)
   ASSERT_EQ(imported.exit_code, 0) << imported.output;
   EXPECT_NE(imported.output.find("3 layers, 3 forward and 2 backward microbatch sizes (1..4)"), std::string::npos)
       << imported.output;
-  const std::string config = " --gpus 2 --minibatch 6 --mode pp --u-fwd 3 --u-bwd 2 --packs-fwd 0-0 --packs-bwd 0-0,1-2";
+  const std::string config =
+      " --gpus 2 --minibatch 6 --mode pp --u-fwd 3 --u-bwd 2 --packs-fwd 0-0 --packs-bwd 0-0,1-2";
   const auto from_layers = test::run_command(memsim("harmony estimate --profile " + layers + config), true);
   const auto from_harmony = test::run_command(memsim("harmony estimate --profile " + harmony + config), true);
   ASSERT_EQ(from_layers.exit_code, 0) << from_layers.output;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -48,6 +49,13 @@ void run_estimate(const Options& options)
              options.mode, options.gpus, options.minibatch, config.u_forward, config.packs_forward.size(),
              config.u_backward, config.packs_backward.size(), estimate.iteration_s, ranks, estimate.events.size());
   fmt::print("iteration_s {:.17g}\n", estimate.iteration_s);
+  std::string memory;
+  double largest = 0;
+  for (const double bytes : estimate.rank_memory_bytes) {
+    memory += fmt::format("{}{:.0f}", memory.empty() ? "" : ", ", bytes / 1024 / 1024);
+    largest = std::max(largest, bytes);
+  }
+  fmt::print("memory_mib {:.0f} ({})\n", largest / 1024 / 1024, memory);
   if (!options.events.empty()) {
     std::string text = "task,microbatch,subpack,rank,stream,kind,begin_s,end_s\n";
     for (const harmony::EstimatedEvent& event : estimate.events)

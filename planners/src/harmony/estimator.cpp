@@ -3,6 +3,7 @@
 #include "memsim/planners/harmony/estimator.hpp"
 
 #include "task_graph.hpp"
+#include "task_memory.hpp"
 
 #include "memsim/common/error.hpp"
 
@@ -563,7 +564,9 @@ Estimate estimate(const LayerProfile& profile, int gpus, int minibatch, Mode mod
   if (!(settings.bw_swap > 0 && settings.bw_p2p > 0 && settings.bw_msg > 0 && settings.time_del >= 0))
     throw InputError("", "bandwidths must be positive and time_del non-negative");
   const TaskGraph graph = compose_task_graph(profile.num_layers(), gpus, minibatch, mode, configuration);
-  return EventGraph(profile, graph, settings).run();
+  Estimate result = EventGraph(profile, graph, settings).run();
+  result.rank_memory_bytes = rank_memory_bytes(profile, graph);
+  return result;
 }
 
 std::vector<LayerPack> parse_packs(const std::string& text, const std::string& option)

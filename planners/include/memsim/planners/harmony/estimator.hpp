@@ -52,6 +52,8 @@ struct Estimate {
   double iteration_s = 0; // the last end time over all simulated ranks and streams
   std::vector<double> rank_end_s;
   std::vector<double> rank_compute_s; // FWD, REC and BWD time
+  // Harmony's per-task GPU memory estimate (CofTask), the largest task per rank; reported, not enforced.
+  std::vector<double> rank_memory_bytes;
   std::vector<EstimatedEvent> events; // in execution order
 };
 
