@@ -3,7 +3,7 @@
 // microbatch size u, the forward and backward (recompute + backward) times, their peak memory and the bytes X(u,l)
 // entering the layer; per layer the weight, buffer and optimizer-state bytes and the CPU optimizer-step time.
 // It is not a memsim Trace (no ops or tensor lifetimes, and values at several batch sizes), so it has its own file
-// format, "memsim-layer-profile" (docs/layer-profile.md).
+// format, "memsim-layer-profile" (traces/src/LAYER_PROFILE.md).
 #include <cstdint>
 #include <filesystem>
 #include <map>
