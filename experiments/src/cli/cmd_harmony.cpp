@@ -29,6 +29,18 @@ struct Options {
   std::string events; // CSV of the event timeline ("" = none)
 };
 
+// Harmony's memory estimate as it prints it: the largest rank, then each rank, in MiB.
+void print_memory(const harmony::Estimate& estimate)
+{
+  std::string memory;
+  double largest = 0;
+  for (const double bytes : estimate.rank_memory_bytes) {
+    memory += fmt::format("{}{:.0f}", memory.empty() ? "" : ", ", bytes / 1024 / 1024);
+    largest = std::max(largest, bytes);
+  }
+  fmt::print("memory_mib {:.0f} ({})\n", largest / 1024 / 1024, memory);
+}
+
 void run_estimate(const Options& options)
 {
   const LayerProfile profile = load_layer_profile(options.profile);
@@ -49,13 +61,7 @@ void run_estimate(const Options& options)
              options.mode, options.gpus, options.minibatch, config.u_forward, config.packs_forward.size(),
              config.u_backward, config.packs_backward.size(), estimate.iteration_s, ranks, estimate.events.size());
   fmt::print("iteration_s {:.17g}\n", estimate.iteration_s);
-  std::string memory;
-  double largest = 0;
-  for (const double bytes : estimate.rank_memory_bytes) {
-    memory += fmt::format("{}{:.0f}", memory.empty() ? "" : ", ", bytes / 1024 / 1024);
-    largest = std::max(largest, bytes);
-  }
-  fmt::print("memory_mib {:.0f} ({})\n", largest / 1024 / 1024, memory);
+  print_memory(estimate);
   if (!options.events.empty()) {
     std::string text = "task,microbatch,subpack,rank,stream,kind,begin_s,end_s\n";
     for (const harmony::EstimatedEvent& event : estimate.events)
@@ -109,6 +115,7 @@ void run_search(const SearchOptions& options)
              best.u_backward, best.packs_backward.size(), result->backward_method);
   fmt::print("iteration_s {:.17g}\npacks_fwd {}\npacks_bwd {}\n", result->estimate.iteration_s,
              harmony::format_packs(best.packs_forward), harmony::format_packs(best.packs_backward));
+  print_memory(result->estimate);
   std::fprintf(stderr, "search time %.3f s\n", seconds);
 }
 
