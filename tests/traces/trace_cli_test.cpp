@@ -95,5 +95,34 @@ TEST(TraceCli, PlotWritesAPng)
   EXPECT_NE(csv.find("4,backward,0,0.002601,0.002901,9104"), std::string::npos) << csv;
 }
 
+// A layer profile is its own file format; Harmony's estimate reads it or the Harmony document alike.
+TEST(TraceCli, ImportHarmonyProfileThenEstimateAndSearch)
+{
+  test::ScratchDir dir;
+  const std::string harmony = (kData / "tiny.harmony-profile.json").string();
+  const std::string layers = (dir / "tiny.layers.json").string();
+  const auto imported = test::run_command(memsim("import harmony-profile " + harmony + " -o " + layers));
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  EXPECT_NE(imported.output.find("3 layers, 3 forward and 2 backward microbatch sizes (1..4)"), std::string::npos)
+      << imported.output;
+  const std::string config =
+      " --gpus 2 --minibatch 6 --mode pp --u-fwd 3 --u-bwd 2 --packs-fwd 0-0 --packs-bwd 0-0,1-2";
+  const auto from_layers = test::run_command(memsim("harmony estimate --profile " + layers + config), true);
+  const auto from_harmony = test::run_command(memsim("harmony estimate --profile " + harmony + config), true);
+  ASSERT_EQ(from_layers.exit_code, 0) << from_layers.output;
+  EXPECT_EQ(from_layers.output, from_harmony.output);
+  EXPECT_NE(from_layers.output.find("tiny pp N=2 D=6 u_fwd=3 |P_F|=1 u_bwd=2 |P_B|=2"), std::string::npos)
+      << from_layers.output;
+  const auto search =
+      test::run_command(memsim("harmony search --profile " + layers + " --gpus 2 --minibatch 4 --mode dp"), true);
+  ASSERT_EQ(search.exit_code, 0) << search.output;
+  EXPECT_NE(search.output.find("packs_bwd 0-2"), std::string::npos) << search.output; // 10 GiB holds everything
+  const auto bad = test::run_command(memsim("harmony estimate --profile " + layers +
+                                            " --gpus 2 --minibatch 6 --mode pp --u-fwd 5 --u-bwd 2 --packs-fwd 0-0 "
+                                            "--packs-bwd 0-0,1-2"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--u-fwd"), std::string::npos) << bad.output;
+}
+
 } // namespace
 } // namespace memsim

@@ -4,6 +4,7 @@
 
 #include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/importer_registry.hpp"
+#include "memsim/traces/layer_profile.hpp"
 #include "memsim/traces/summary.hpp"
 
 #include <fmt/format.h>
@@ -35,6 +36,21 @@ void add_import_command(CLI::App& app, Context&)
       fmt::print("{}", imported.report);
     });
   }
+  // A layer profile is not a trace (per-layer values at several microbatch sizes, no ops), so this importer writes
+  // memsim's layer-profile format instead and sits beside the trace importers' registry.
+  CLI::App* profile =
+      import->add_subcommand("harmony-profile",
+                             "Harmony's per-layer profile (its pickles converted to JSON) as a memsim layer profile");
+  auto files = std::make_shared<std::pair<std::string, std::string>>();
+  profile->add_option("FILE", files->first, "harmony-profile JSON (may be gzip-compressed)")->required();
+  profile->add_option("-o,--out", files->second, "memsim-layer-profile JSON to write")->required();
+  profile->callback([files] {
+    const LayerProfile imported = import_harmony_profile(files->first);
+    save_layer_profile(imported, files->second);
+    fmt::print("{}: {} layers, {} forward and {} backward microbatch sizes ({}..{})\n", files->second,
+               imported.num_layers(), imported.sampled_forward.size(), imported.sampled_backward.size(),
+               imported.sampled_forward.front(), imported.sampled_forward.back());
+  });
 }
 
 } // namespace memsim::cli

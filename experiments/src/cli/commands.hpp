@@ -26,6 +26,8 @@ void add_trace_command(CLI::App& app, Context& context);
 void add_import_command(CLI::App& app, Context& context);
 void add_validate_command(CLI::App& app, Context& context);
 void add_max_scale_command(CLI::App& app, Context& context);
+// memsim harmony estimate: Harmony's own runtime estimator on a layer profile.
+void add_harmony_command(CLI::App& app, Context& context);
 
 // Where shipped data lives: configs/machines etc. (source tree, or MEMSIM_DATA_DIR).
 std::filesystem::path data_dir();

@@ -37,6 +37,7 @@ int main(int argc, char** argv)
   memsim::cli::add_import_command(app, context);
   memsim::cli::add_validate_command(app, context);
   memsim::cli::add_max_scale_command(app, context);
+  memsim::cli::add_harmony_command(app, context);
 
   try {
     app.parse(argc, argv);
