@@ -69,12 +69,33 @@ def planners_of(rows):
     return planners
 
 
-def draw(kind, rows, out_path):
-    groups = groups_of(rows)
-    count = len(groups)
+def panel_grid(count):
+    """A figure for `count` panels, three to a row: (figure, axes, rows, columns)."""
     columns = min(count, 3)
     lines = math.ceil(count / columns)
     figure, axes = plt.subplots(lines, columns, figsize=(6.4 * columns, 4.6 * lines), squeeze=False)
+    return figure, axes, lines, columns
+
+
+def finish(figure, axes, count, legend, title, out_path, top=1.0):
+    """Blanks the unused panels, puts one legend for the figure below them (it never hides data) and saves."""
+    lines, columns = len(axes), len(axes[0])
+    for panel in range(count, lines * columns):
+        axes[panel // columns][panel % columns].axis("off")
+    figure.suptitle(title)
+    columns_in_legend = min(max(len(legend), 1), 3 * columns)
+    legend_lines = math.ceil(max(len(legend), 1) / columns_in_legend)
+    figure.legend(list(legend.values()), list(legend.keys()), loc="lower center", ncol=columns_in_legend,
+                  fontsize=9, frameon=False)
+    figure.tight_layout(rect=(0, 0.035 * legend_lines / lines + 0.02, 1, top))
+    figure.savefig(out_path, dpi=110)
+    plt.close(figure)
+
+
+def draw(kind, rows, out_path):
+    groups = groups_of(rows)
+    count = len(groups)
+    figure, axes, lines, columns = panel_grid(count)
     markers = "osD^v<>ph*"
     legend = {}  # one legend for the figure, below the panels: it never hides data
     for panel, ((workload, bandwidth), group) in enumerate(groups.items()):
@@ -121,17 +142,8 @@ def draw(kind, rows, out_path):
         axis.grid(True, alpha=0.3)
         for handle, label in zip(*axis.get_legend_handles_labels()):
             legend.setdefault(label, handle)
-    for panel in range(count, lines * columns):
-        axes[panel // columns][panel % columns].axis("off")
     title = "Iteration time vs memory budget" if kind == "time_vs_budget" else "Peak device memory vs budget"
-    figure.suptitle(title)
-    columns_in_legend = min(len(legend), 3 * columns)
-    legend_lines = math.ceil(len(legend) / columns_in_legend)
-    figure.legend(list(legend.values()), list(legend.keys()), loc="lower center", ncol=columns_in_legend,
-                  fontsize=9, frameon=False)
-    figure.tight_layout(rect=(0, 0.035 * legend_lines / lines + 0.02, 1, 1))
-    figure.savefig(out_path, dpi=110)
-    plt.close(figure)
+    finish(figure, axes, count, legend, title, out_path)
 
 
 def overhead_of(row):
@@ -165,9 +177,7 @@ def draw_overhead(kind, rows, out_path):
         key = (row["workload"], float(row["bandwidth_bytes_per_s"]) if by_budget else int(row["budget_bytes"]))
         groups.setdefault(key, []).append(row)
     count = len(groups)
-    columns = min(count, 3)
-    lines = math.ceil(count / columns)
-    figure, axes = plt.subplots(lines, columns, figsize=(6.4 * columns, 4.6 * lines), squeeze=False)
+    figure, axes, lines, columns = panel_grid(count)
     markers = "osD^v<>ph*"
     legend = {}
     for panel, ((workload, fixed), group) in enumerate(groups.items()):
@@ -200,16 +210,8 @@ def draw_overhead(kind, rows, out_path):
         axis.set_ylabel("overhead over ideal time (%)")
         axis.set_ylim(bottom=0)
         axis.grid(True, alpha=0.3)
-    for panel in range(count, lines * columns):
-        axes[panel // columns][panel % columns].axis("off")
-    figure.suptitle("Overhead over the ideal time vs " + ("memory budget" if by_budget else "host link bandwidth"))
-    columns_in_legend = min(max(len(legend), 1), 3 * columns)
-    legend_lines = math.ceil(max(len(legend), 1) / columns_in_legend)
-    figure.legend(list(legend.values()), list(legend.keys()), loc="lower center", ncol=columns_in_legend,
-                  fontsize=9, frameon=False)
-    figure.tight_layout(rect=(0, 0.035 * legend_lines / lines + 0.02, 1, 1 - 0.03 / lines))
-    figure.savefig(out_path, dpi=110)
-    plt.close(figure)
+    title = "Overhead over the ideal time vs " + ("memory budget" if by_budget else "host link bandwidth")
+    finish(figure, axes, count, legend, title, out_path, top=1 - 0.03 / lines)
 
 
 def draw_throughput(rows, out_path):
@@ -220,9 +222,7 @@ def draw_throughput(rows, out_path):
         key = (row["base_workload"], int(row["budget_bytes"]), float(row["bandwidth_bytes_per_s"]))
         groups.setdefault(key, []).append(row)
     count = len(groups)
-    columns = min(count, 3)
-    lines = math.ceil(count / columns)
-    figure, axes = plt.subplots(lines, columns, figsize=(6.4 * columns, 4.6 * lines), squeeze=False)
+    figure, axes, lines, columns = panel_grid(count)
     markers = "osD^v<>ph*"
     legend = {}
     for panel, ((workload, budget, bandwidth), group) in enumerate(groups.items()):
@@ -249,16 +249,7 @@ def draw_throughput(rows, out_path):
         axis.grid(True, alpha=0.3)
         for handle, label in zip(*axis.get_legend_handles_labels()):
             legend.setdefault(label, handle)
-    for panel in range(count, lines * columns):
-        axes[panel // columns][panel % columns].axis("off")
-    figure.suptitle("Throughput vs batch")
-    columns_in_legend = min(len(legend), 3 * columns)
-    legend_lines = math.ceil(len(legend) / columns_in_legend)
-    figure.legend(list(legend.values()), list(legend.keys()), loc="lower center", ncol=columns_in_legend,
-                  fontsize=9, frameon=False)
-    figure.tight_layout(rect=(0, 0.035 * legend_lines / lines + 0.02, 1, 1))
-    figure.savefig(out_path, dpi=110)
-    plt.close(figure)
+    finish(figure, axes, count, legend, "Throughput vs batch", out_path)
 
 
 def main():
