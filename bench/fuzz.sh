@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(trace plan machine experiment import-dtr import-checkmate import-pytorch-eg simulate)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(trace plan machine experiment import-dtr import-checkmate import-pytorch-eg layer-profile simulate)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$(nproc)" --target "${harnesses[@]/#/fuzz-}"
