@@ -249,6 +249,76 @@ TEST(Tsplit, SplitSwapPipelineStallMatchesTheClosedForm)
   EXPECT_NEAR(*plan.estimate.iteration_time_s, run.metrics.iteration_time_s, 1e-9);
 }
 
+// recompute_mode on a chain where s1 (S, from the resident input) is read by f2 and by two backward ops with a
+// `fill` op between them whose workspace is 1.4 S. At f3 (in + s1 + s2 + s3 = 3 S) s1 is dropped after f2 and
+// regenerated at b2 (the link is too slow for a swap; split is off). Then:
+//   memory: s1 is freed after b2 and regenerated for b1: 2 recomputations, 9 t; the peak is at b2:
+//           in + s1 + s2 + g3 + g2 = 2 S + 9000.
+//   speed:  s1 stays from b2 to b1: 1 recomputation, 8 t; the peak is at fill: in + s1 + g2 + h + 1.4 S = 2.4 S + 9000.
+//   lru:    s1 stays over fill when 2.4 S + 9000 fits the budget (as speed), else it goes (as memory).
+struct TwoReaderChain {
+  static constexpr std::uint64_t kS = 100'000'000;
+  static constexpr double kT = 0.01;
+  TinyTrace t;
+  TwoReaderChain()
+  {
+    const TensorId in = t.tensor("in", 1000, TensorKind::input);
+    const TensorId s1 = t.tensor("s1", kS);
+    const TensorId s2 = t.tensor("s2", kS);
+    const TensorId s3 = t.tensor("s3", kS);
+    const TensorId g3 = t.tensor("g3", 4000, TensorKind::gradient);
+    const TensorId g2 = t.tensor("g2", 4000, TensorKind::gradient);
+    const TensorId h = t.tensor("h", 4000, TensorKind::gradient);
+    const TensorId g1 = t.tensor("g1", 4000, TensorKind::gradient);
+    t.op("f1", Phase::forward, {in}, {s1}, kT);
+    t.op("f2", Phase::forward, {s1}, {s2}, kT);
+    t.op("f3", Phase::forward, {s2}, {s3}, kT);
+    t.op("b3", Phase::backward, {s3}, {g3}, kT);
+    t.op("b2", Phase::backward, {s2, g3, s1}, {g2}, kT);
+    const OpId fill = t.op("fill", Phase::backward, {g2}, {h}, kT);
+    t.trace.ops[static_cast<std::size_t>(fill)].workspace_bytes = kS * 14 / 10;
+    t.op("b1", Phase::backward, {s1, h}, {g1}, kT);
+  }
+  struct Outcome {
+    std::size_t recomputes = 0;
+    std::uint64_t peak = 0;
+    double seconds = 0;
+  };
+  Outcome run(const std::string& mode, std::uint64_t budget) const
+  {
+    const Machine m = machine(kS / (100 * kT));
+    const Plan plan = tsplit(t.trace, m, budget, {{"split", false}, {"recompute_mode", mode}});
+    const RunResult result = run_fast(t.trace, m, plan);
+    EXPECT_TRUE(result.metrics.feasible) << mode;
+    EXPECT_EQ(*plan.estimate.peak_bytes, result.metrics.peak_device_bytes) << mode;
+    EXPECT_NEAR(*plan.estimate.iteration_time_s, result.metrics.iteration_time_s, 1e-9) << mode;
+    EXPECT_LE(result.metrics.peak_device_bytes, budget) << mode;
+    return {count(plan, StepKind::recompute), result.metrics.peak_device_bytes, result.metrics.iteration_time_s};
+  }
+};
+
+TEST(Tsplit, RecomputeModesDifferOnATensorReadTwiceLater)
+{
+  const TwoReaderChain chain;
+  const std::uint64_t s = TwoReaderChain::kS;
+  const double t = TwoReaderChain::kT;
+  const std::uint64_t roomy = s * 5 / 2;
+  const auto memory = chain.run("memory", roomy);
+  EXPECT_EQ(memory.recomputes, 2u);
+  EXPECT_EQ(memory.peak, 2 * s + 9000);
+  EXPECT_NEAR(memory.seconds, 9 * t, 1e-9);
+  const auto speed = chain.run("speed", roomy);
+  EXPECT_EQ(speed.recomputes, 1u);
+  EXPECT_EQ(speed.peak, s * 24 / 10 + 9000);
+  EXPECT_NEAR(speed.seconds, 8 * t, 1e-9);
+  const auto lru_room = chain.run("lru", roomy);
+  EXPECT_EQ(lru_room.recomputes, 1u);
+  EXPECT_EQ(lru_room.peak, speed.peak);
+  const auto lru_tight = chain.run("lru", s * 23 / 10); // 2.4 S + 9000 does not fit: s1 goes over fill
+  EXPECT_EQ(lru_tight.recomputes, 2u);
+  EXPECT_EQ(lru_tight.peak, memory.peak);
+}
+
 TEST(Tsplit, SamePlanTwice)
 {
   Toy toy(true);

@@ -72,7 +72,11 @@ ParamList<tsplit::Options> tsplit_params()
           param("split_dead_inputs", &Options::split_dead_inputs,
                 "also split inputs dead after the op (their parts are freed; not in the paper)"),
           param("swap_gradients", &Options::swap_gradients, "gradients are swap/recompute candidates too"),
-          param("recompute", &Options::recompute, "recomputation is an option (false: swap only)")};
+          param("recompute", &Options::recompute, "recomputation is an option (false: swap only)"),
+          param("recompute_mode", &Options::recompute_mode,
+                "a recomputed tensor's later readers: memory (freed after each reader, regenerated for the next), "
+                "speed (kept to its last reader), lru (kept over a gap while the budget has room there)",
+                {.choices = {"memory", "speed", "lru"}})};
 }
 
 } // namespace

@@ -169,9 +169,11 @@ private:
           gap_after_[index(c.gap_start)].push_back(tensor.id);
         }
       } else if (c.move == Move::recompute) {
-        recompute_at_[index(c.gap_end)].push_back(tensor.id);
-        if (c.parts == 1)
-          gap_after_[index(c.gap_start)].push_back(tensor.id);
+        for (std::size_t g = 0; g < c.gaps.size(); ++g) {
+          recompute_at_[index(c.gaps[g].until)].push_back(tensor.id);
+          if (g > 0 || c.parts == 1) // a split input's parts are freed by its micro-ops; it comes back whole
+            gap_after_[index(c.gaps[g].after)].push_back(tensor.id);
+        }
       }
     }
     // A chain recomputed at one op runs in its producers' order.

@@ -171,15 +171,17 @@ void Model::evaluate()
       d2h.push_back({start[static_cast<std::size_t>(leave) + 1], seconds, tensor.id});
       h2d.push_back({start[static_cast<std::size_t>(c.trigger)], seconds, tensor.id});
     } else if (c.move == Move::recompute) {
-      remove(c.gap_start + 1, c.gap_end - 1, tensor.bytes);
       const Op& producer = trace.op(*analysis_->producer(tensor.id));
-      const Op& consumer = trace.op(c.gap_end);
-      std::uint64_t consumer_allocates = consumer.workspace_bytes;
-      for (TensorId out : consumer.outputs)
-        consumer_allocates += trace.tensor(out).bytes;
-      auto& extra = recompute_extra[static_cast<std::size_t>(c.gap_end)];
-      if (producer.workspace_bytes > consumer_allocates)
-        extra = std::max(extra, producer.workspace_bytes - consumer_allocates);
+      for (const Gap& gap : c.gaps) {
+        remove(gap.after + 1, gap.until - 1, tensor.bytes);
+        const Op& consumer = trace.op(gap.until);
+        std::uint64_t consumer_allocates = consumer.workspace_bytes;
+        for (TensorId out : consumer.outputs)
+          consumer_allocates += trace.tensor(out).bytes;
+        auto& extra = recompute_extra[static_cast<std::size_t>(gap.until)];
+        if (producer.workspace_bytes > consumer_allocates)
+          extra = std::max(extra, producer.workspace_bytes - consumer_allocates);
+      }
     }
   }
   memory_.assign(n, 0);
@@ -248,14 +250,15 @@ bool Model::resident_at(TensorId tensor, OpId op) const
   switch (c.move) {
   case Move::reside: return true;
   case Move::swap: return !(c.gap_start < op && op < c.trigger);
-  case Move::recompute: return !(c.gap_start < op && op < c.gap_end);
+  case Move::recompute:
+    return std::none_of(c.gaps.begin(), c.gaps.end(), [&](const Gap& gap) { return gap.after < op && op < gap.until; });
   case Move::drop: return op <= c.gap_start;
   }
   return false;
 }
 
 // One op regenerates the tensor (its producer, with one output), from inputs on the device at `read_at`: the
-// chains stay one op long, so the memory-centric and speed-centric modes coincide.
+// chains stay one op long (ℐ = {Op_j}); recompute_mode decides how often it runs (recompute_gaps).
 bool Model::recomputable(TensorId tensor, OpId read_at) const
 {
   if (!options_.recompute)
@@ -281,6 +284,29 @@ double Model::swap_cost(TensorId tensor, OpId op, OpId trigger) const
 }
 
 double Model::recompute_cost(TensorId tensor) const { return op_time(*analysis_->producer(tensor)); }
+
+// memory: every later reader regenerates it (a reader right after the previous one shares its copy: no op lies in
+// between to gain from the room). speed: one regeneration, kept to the last reader. lru, read statically: it stays
+// over a later gap where the memory account (which still counts it) fits the budget, the room least needed; where
+// the budget is exceeded it is dropped and regenerated for the next reader. A reader whose producer inputs are gone
+// keeps it too.
+std::vector<Gap> Model::recompute_gaps(TensorId tensor, OpId gap_start, OpId first_read) const
+{
+  std::vector<Gap> gaps{{gap_start, first_read}};
+  if (options_.recompute_mode == "speed")
+    return gaps;
+  OpId previous = first_read;
+  for (std::optional<OpId> read = next_read_after(tensor, first_read); read; read = next_read_after(tensor, *read)) {
+    bool drop = *read > previous + 1 && recomputable(tensor, *read);
+    if (drop && options_.recompute_mode == "lru")
+      drop = std::any_of(memory_.begin() + previous + 1, memory_.begin() + *read,
+                         [&](std::uint64_t bytes) { return bytes > budget_; });
+    if (drop)
+      gaps.push_back({previous, *read});
+    previous = *read;
+  }
+  return gaps;
+}
 
 std::optional<Candidate> Model::best_non_split(OpId op) const
 {
@@ -316,7 +342,8 @@ std::optional<Candidate> Model::best_non_split(OpId op) const
     }
     if (recomputable(id, *next)) {
       c.move = Move::recompute;
-      c.cost_s = recompute_cost(id);
+      c.cost_s = recompute_cost(id) *
+                 static_cast<double>(recompute_gaps(id, last_read_before(id, op).value_or(producer), *next).size());
       consider(c);
     }
   }
@@ -385,7 +412,10 @@ void Model::price_split(Candidate& c, OpId op) const
       const OpId trigger = config.move == Move::swap ? config.trigger : trigger_for(op, next);
       c.cost_s += std::max(transfer_time(trace_->tensor(x).bytes, c.parts) - free_h2d(trigger, next - 1), 0.0);
     } else if (c.moves[k] == Move::recompute) {
-      c.cost_s += recompute_cost(x);
+      const TensorConfig& config = configs_[static_cast<std::size_t>(x)];
+      const std::size_t regenerations =
+          config.move == Move::recompute ? config.gaps.size() : recompute_gaps(x, op, *next_read_after(x, op)).size();
+      c.cost_s += recompute_cost(x) * static_cast<double>(regenerations);
     }
   }
   c.cost_s += split_swap_stall(op, c.parts, swapped);
@@ -490,13 +520,14 @@ std::optional<Candidate> Model::best_split(OpId op_id) const
 
 void Model::apply(const Candidate& c, OpId op)
 {
-  auto add_recompute_reads = [&](TensorId tensor, OpId at) {
-    for (TensorId input : trace_->op(*analysis_->producer(tensor)).inputs) {
-      std::vector<OpId>& list = reads_[static_cast<std::size_t>(input)];
-      auto it = std::lower_bound(list.begin(), list.end(), at);
-      if (it == list.end() || *it != at)
-        list.insert(it, at);
-    }
+  auto add_recompute_reads = [&](TensorId tensor) {
+    for (const Gap& gap : configs_[static_cast<std::size_t>(tensor)].gaps)
+      for (TensorId input : trace_->op(*analysis_->producer(tensor)).inputs) {
+        std::vector<OpId>& list = reads_[static_cast<std::size_t>(input)];
+        auto it = std::lower_bound(list.begin(), list.end(), gap.until);
+        if (it == list.end() || *it != gap.until)
+          list.insert(it, gap.until);
+      }
   };
   if (!c.split) {
     TensorConfig& config = configs_[static_cast<std::size_t>(c.tensor)];
@@ -506,8 +537,10 @@ void Model::apply(const Candidate& c, OpId op)
     config.gap_end = next;
     config.trigger = c.move == Move::swap ? trigger_for(op, next) : -1;
     config.needed_at = op;
-    if (c.move == Move::recompute)
-      add_recompute_reads(c.tensor, next);
+    if (c.move == Move::recompute) {
+      config.gaps = recompute_gaps(c.tensor, config.gap_start, next);
+      add_recompute_reads(c.tensor);
+    }
   } else {
     SplitDecision& decision = splits_[static_cast<std::size_t>(op)];
     const bool first = decision.parts == 1;
@@ -525,8 +558,10 @@ void Model::apply(const Candidate& c, OpId op)
       config.gap_end = next.value_or(-1);
       config.trigger = c.moves[k] == Move::swap ? trigger_for(op, *next) : -1;
       config.needed_at = op;
-      if (c.moves[k] == Move::recompute)
-        add_recompute_reads(x, *next);
+      if (c.moves[k] == Move::recompute) {
+        config.gaps = recompute_gaps(x, op, *next);
+        add_recompute_reads(x);
+      }
     }
   }
   evaluate();

@@ -22,6 +22,16 @@ struct Options {
   bool split_dead_inputs = false; // split inputs dead after the op too (their parts are just freed, §11-A4)
   bool swap_gradients = false;    // gradients are non-split swap/recompute candidates too
   bool recompute = true;          // recomputation is an option (false: swap only)
+  // After a recomputed tensor's first regeneration, its later readers (§5): "memory" frees it after each reader and
+  // regenerates it for the next one; "speed" keeps it to its last reader; "lru" keeps it across a gap while the
+  // planner's memory account leaves room there and regenerates it otherwise.
+  std::string recompute_mode = "memory";
+};
+
+// Ops (after, until) exclusive without a recomputed tensor; it is regenerated just before `until`.
+struct Gap {
+  OpId after = -1;
+  OpId until = -1;
 };
 
 // What happens to a tensor between two of its reads. `drop`: a split input dead after its split op.
@@ -29,11 +39,12 @@ enum class Move { reside, swap, recompute, drop };
 
 struct TensorConfig {
   Move move = Move::reside;
-  OpId gap_start = -1; // absent from the op after this one (its last read before the gap, or its split op) ...
-  OpId gap_end = -1;   // ... until this op reads it again (-1 for drop)
-  OpId trigger = -1;   // swap: the prefetch is issued before this op and counts from it
-  OpId needed_at = -1; // the bottleneck op the decision was made for
-  int parts = 1;       // > 1: split at gap_start, its parts leave one by one
+  OpId gap_start = -1;   // absent from the op after this one (its last read before the gap, or its split op) ...
+  OpId gap_end = -1;     // ... until this op reads it again (-1 for drop)
+  OpId trigger = -1;     // swap: the prefetch is issued before this op and counts from it
+  OpId needed_at = -1;   // the bottleneck op the decision was made for
+  int parts = 1;         // > 1: split at gap_start, its parts leave one by one
+  std::vector<Gap> gaps; // recompute: (gap_start, gap_end) first, then the later gaps recompute_mode drops it over
 };
 
 // An op run as `parts` micro-ops; `inputs` are its inputs freed part by part (their configs say how).
@@ -93,7 +104,9 @@ private:
   bool resident_at(TensorId tensor, OpId op) const;
   bool recomputable(TensorId tensor, OpId read_at) const;
   double swap_cost(TensorId tensor, OpId op, OpId trigger) const;
-  double recompute_cost(TensorId tensor) const;
+  double recompute_cost(TensorId tensor) const; // one regeneration
+  // The gaps a tensor recomputed for the read at `first_read` is absent over, per recompute_mode.
+  std::vector<Gap> recompute_gaps(TensorId tensor, OpId gap_start, OpId first_read) const;
   void price_split(Candidate& candidate, OpId op) const; // fills saved and cost_s
   std::uint64_t split_saving(OpId op, int parts, const std::vector<TensorId>& inputs) const;
   double split_swap_stall(OpId op, int parts, const std::vector<TensorId>& swapped) const;
