@@ -116,6 +116,60 @@ TEST(Tsplit, Eq5SplitLowersThePeakByThreeQuartersOfTheSmallerTensor)
   check_eq5(4, 8);
 }
 
+// dims: at batch 1 no op splits along the batch, but a pooling op declared splittable along batch and channel,
+// whose NCHW tensors carry shapes with 12 channels, splits along channel with every activation partitioned (§2):
+// Eq. 5 again, the peak 3 units lower for X = 8, Y = 4 and p = 4 (3 channels a part). A conv's channel split is an
+// output-channel split that reads its input whole, so it frees nothing before the op ends: no plan at that budget.
+struct ChannelCase {
+  TinyTrace t{1};
+  TensorId x = 0;
+  explicit ChannelCase(const std::string& consumer_type)
+  {
+    const TensorId in = t.tensor("in", kUnit, TensorKind::input);
+    x = t.tensor("x", 8 * kUnit);
+    const TensorId y = t.tensor("y", 4 * kUnit);
+    const TensorId loss = t.tensor("loss", 4, TensorKind::other);
+    t.trace.tensors[static_cast<std::size_t>(x)].shape = {1, 12, 256, 2048}; // fp32: 8 units
+    t.trace.tensors[static_cast<std::size_t>(y)].shape = {1, 12, 256, 1024};
+    for (TensorId id : {x, y})
+      t.trace.tensors[static_cast<std::size_t>(id)].batch_axis = 0;
+    t.op("produce", Phase::forward, {in}, {x}, 0.001);
+    const OpId consume = t.op("consume", Phase::forward, {x}, {y}, 0.004);
+    t.trace.ops[static_cast<std::size_t>(consume)].type = consumer_type;
+    t.trace.ops[static_cast<std::size_t>(consume)].split = {"batch", "channel"};
+    t.op("loss", Phase::loss, {y}, {loss}, 0.001);
+  }
+};
+
+TEST(Tsplit, ChannelSplitsWhatBatchOneCannot)
+{
+  const ChannelCase pool("maxpool2d");
+  const Machine m = machine(10e9);
+  const std::uint64_t unsplit = default_memory_profile(pool.t.trace).peak_bytes;
+  ASSERT_EQ(unsplit, 13 * kUnit);
+  const std::uint64_t budget = unsplit - 3 * kUnit;
+  const nlohmann::json base{{"split_dead_inputs", true}, {"max_split", 4}};
+  nlohmann::json batch_only = base;
+  batch_only["dims"] = "batch";
+  EXPECT_THROW((void)tsplit(pool.t.trace, m, budget, batch_only), Infeasible);
+  nlohmann::json with_channel = base;
+  with_channel["dims"] = "batch,channel";
+  const Plan plan = tsplit(pool.t.trace, m, budget, with_channel);
+  ASSERT_EQ(plan.extra_ops.size(), 4u);
+  for (const Op& micro : plan.extra_ops)
+    EXPECT_EQ(micro.split_of->dim, "channel");
+  const RunResult run = run_fast(pool.t.trace, m, plan);
+  ASSERT_TRUE(run.metrics.feasible) << run.error->message;
+  EXPECT_EQ(run.metrics.peak_device_bytes, unsplit - 3 * kUnit);
+  EXPECT_EQ(*plan.estimate.peak_bytes, run.metrics.peak_device_bytes);
+
+  const ChannelCase conv("conv2d");
+  EXPECT_THROW((void)tsplit(conv.t.trace, m, budget, with_channel), Infeasible);
+  nlohmann::json unknown = base;
+  unknown["dims"] = "batch,width";
+  EXPECT_THROW((void)tsplit(pool.t.trace, m, budget, unknown), InputError);
+}
+
 // The Fig. 7/8 toy: f1 -> s1 -> f2 -> s2 -> f3 -> s3, each S, budget 2.5 S, every op t. At f3, Step 1 offers
 // swap(s1) and Step 2 a split of s2 (p <= 4). Backward: b3 reads s3, `fillers` ops, then b2 reads s2, b1 reads s1.
 struct Toy {

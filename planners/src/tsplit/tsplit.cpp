@@ -65,7 +65,8 @@ ParamList<tsplit::Options> tsplit_params()
 {
   using tsplit::Options;
   return {param("split", &Options::split, "split ops into micro-ops (false: TSPLIT w/o Split, swap/recompute only)"),
-          param("dims", &Options::dims, "split dimension", {.choices = {"batch"}}),
+          param("dims", &Options::dims,
+                "split dimensions, comma-separated: batch, channel, sequence, heads (an op uses one it allows)"),
           param("max_split", &Options::max_split, "most micro-tensors per split (p in 2,3,4,6,8,12,16,24,32,...)",
                 {.min = 2, .max = 64}),
           param("split_workspace", &Options::split_workspace, "a split op's workspace is split with it"),
