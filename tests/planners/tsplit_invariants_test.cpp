@@ -1,9 +1,9 @@
 // tsplit's invariants (issue 10) at budgets from 0.3 to 1.0 of each keep-all peak: every plan runs on the fast
-// engine within its budget (or the planner says infeasible), split=false emits no split step, at the keep-all peak
-// the plan is keep-all's, the plan's estimate is within 2 % of the simulated iteration time, and planning twice gives
-// the same plan. The unlabelled
-// binary runs small generated traces and one shipped trace; the `slow` one (MEMSIM_TSPLIT_ALL_WORKLOADS) adds every
-// shipped trace and six model presets.
+// engine within its budget (or the planner says infeasible) -- with every split dim and recompute mode too --,
+// split=false emits no split step, at the keep-all peak the plan is keep-all's, the plan's estimate is within 2 % of
+// the simulated iteration time, and planning twice gives the same plan. The unlabelled binary runs small generated
+// traces and one shipped trace; the `slow` one (MEMSIM_TSPLIT_ALL_WORKLOADS) adds every shipped trace and six model
+// presets.
 #include "memsim/common/error.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
@@ -67,12 +67,16 @@ TEST(TsplitInvariants, PlansRunWithinTheirBudgetAndEstimateTheirTime)
   const Machine machine = one_gpu();
   int feasible = 0;
   int split_plans = 0;
+  int other_dim_plans = 0; // split along channel, sequence or heads
   for (const auto& [name, trace] : workloads()) {
     const std::uint64_t peak = default_memory_profile(trace).peak_bytes;
     for (double fraction : {0.3, 0.4, 0.5, 0.6, 0.8, 1.0}) {
       const auto budget = static_cast<std::uint64_t>(fraction * static_cast<double>(peak));
-      for (const nlohmann::json& params : {nlohmann::json{{"split", true}}, nlohmann::json{{"split", false}},
-                                           nlohmann::json{{"split_dead_inputs", true}}}) {
+      for (const nlohmann::json& params :
+           {nlohmann::json{{"split", true}}, nlohmann::json{{"split", false}},
+            nlohmann::json{{"split_dead_inputs", true}},
+            nlohmann::json{{"split_dead_inputs", true}, {"dims", "batch,channel,sequence,heads"}},
+            nlohmann::json{{"recompute_mode", "speed"}}, nlohmann::json{{"recompute_mode", "lru"}}}) {
         const std::string where = fmt::format("{} at {} of the peak, {}", name, fraction, params.dump());
         PlanRequest request;
         request.budget_bytes = budget;
@@ -94,6 +98,9 @@ TEST(TsplitInvariants, PlansRunWithinTheirBudgetAndEstimateTheirTime)
           EXPECT_EQ(splits, 0u) << where;
         }
         split_plans += splits > 0 ? 1 : 0;
+        other_dim_plans += std::any_of(plan.extra_ops.begin(), plan.extra_ops.end(), [](const Op& micro) {
+          return micro.split_of && micro.split_of->dim != "batch";
+        });
         if (fraction >= 1.0) {
           EXPECT_EQ(plan_to_json(plan).at("steps"), plan_to_json(keep_all_steps(trace, budget)).at("steps")) << where;
         }
@@ -112,6 +119,7 @@ TEST(TsplitInvariants, PlansRunWithinTheirBudgetAndEstimateTheirTime)
   }
   EXPECT_GT(feasible, 20);
   EXPECT_GT(split_plans, 0);
+  EXPECT_GT(other_dim_plans, 0);
 }
 
 } // namespace

@@ -116,6 +116,60 @@ TEST(Tsplit, Eq5SplitLowersThePeakByThreeQuartersOfTheSmallerTensor)
   check_eq5(4, 8);
 }
 
+// dims: at batch 1 no op splits along the batch, but a pooling op declared splittable along batch and channel,
+// whose NCHW tensors carry shapes with 12 channels, splits along channel with every activation partitioned (§2):
+// Eq. 5 again, the peak 3 units lower for X = 8, Y = 4 and p = 4 (3 channels a part). A conv's channel split is an
+// output-channel split that reads its input whole, so it frees nothing before the op ends: no plan at that budget.
+struct ChannelCase {
+  TinyTrace t{1};
+  TensorId x = 0;
+  explicit ChannelCase(const std::string& consumer_type)
+  {
+    const TensorId in = t.tensor("in", kUnit, TensorKind::input);
+    x = t.tensor("x", 8 * kUnit);
+    const TensorId y = t.tensor("y", 4 * kUnit);
+    const TensorId loss = t.tensor("loss", 4, TensorKind::other);
+    t.trace.tensors[static_cast<std::size_t>(x)].shape = {1, 12, 256, 2048}; // fp32: 8 units
+    t.trace.tensors[static_cast<std::size_t>(y)].shape = {1, 12, 256, 1024};
+    for (TensorId id : {x, y})
+      t.trace.tensors[static_cast<std::size_t>(id)].batch_axis = 0;
+    t.op("produce", Phase::forward, {in}, {x}, 0.001);
+    const OpId consume = t.op("consume", Phase::forward, {x}, {y}, 0.004);
+    t.trace.ops[static_cast<std::size_t>(consume)].type = consumer_type;
+    t.trace.ops[static_cast<std::size_t>(consume)].split = {"batch", "channel"};
+    t.op("loss", Phase::loss, {y}, {loss}, 0.001);
+  }
+};
+
+TEST(Tsplit, ChannelSplitsWhatBatchOneCannot)
+{
+  const ChannelCase pool("maxpool2d");
+  const Machine m = machine(10e9);
+  const std::uint64_t unsplit = default_memory_profile(pool.t.trace).peak_bytes;
+  ASSERT_EQ(unsplit, 13 * kUnit);
+  const std::uint64_t budget = unsplit - 3 * kUnit;
+  const nlohmann::json base{{"split_dead_inputs", true}, {"max_split", 4}};
+  nlohmann::json batch_only = base;
+  batch_only["dims"] = "batch";
+  EXPECT_THROW((void)tsplit(pool.t.trace, m, budget, batch_only), Infeasible);
+  nlohmann::json with_channel = base;
+  with_channel["dims"] = "batch,channel";
+  const Plan plan = tsplit(pool.t.trace, m, budget, with_channel);
+  ASSERT_EQ(plan.extra_ops.size(), 4u);
+  for (const Op& micro : plan.extra_ops)
+    EXPECT_EQ(micro.split_of->dim, "channel");
+  const RunResult run = run_fast(pool.t.trace, m, plan);
+  ASSERT_TRUE(run.metrics.feasible) << run.error->message;
+  EXPECT_EQ(run.metrics.peak_device_bytes, unsplit - 3 * kUnit);
+  EXPECT_EQ(*plan.estimate.peak_bytes, run.metrics.peak_device_bytes);
+
+  const ChannelCase conv("conv2d");
+  EXPECT_THROW((void)tsplit(conv.t.trace, m, budget, with_channel), Infeasible);
+  nlohmann::json unknown = base;
+  unknown["dims"] = "batch,width";
+  EXPECT_THROW((void)tsplit(pool.t.trace, m, budget, unknown), InputError);
+}
+
 // The Fig. 7/8 toy: f1 -> s1 -> f2 -> s2 -> f3 -> s3, each S, budget 2.5 S, every op t. At f3, Step 1 offers
 // swap(s1) and Step 2 a split of s2 (p <= 4). Backward: b3 reads s3, `fillers` ops, then b2 reads s2, b1 reads s1.
 struct Toy {
@@ -247,6 +301,76 @@ TEST(Tsplit, SplitSwapPipelineStallMatchesTheClosedForm)
   const double stall = run.metrics.iteration_time_s - t.trace.total_time_s();
   EXPECT_NEAR(stall, expected_stall, 0.01 * expected_stall);
   EXPECT_NEAR(*plan.estimate.iteration_time_s, run.metrics.iteration_time_s, 1e-9);
+}
+
+// recompute_mode on a chain where s1 (S, from the resident input) is read by f2 and by two backward ops with a
+// `fill` op between them whose workspace is 1.4 S. At f3 (in + s1 + s2 + s3 = 3 S) s1 is dropped after f2 and
+// regenerated at b2 (the link is too slow for a swap; split is off). Then:
+//   memory: s1 is freed after b2 and regenerated for b1: 2 recomputations, 9 t; the peak is at b2:
+//           in + s1 + s2 + g3 + g2 = 2 S + 9000.
+//   speed:  s1 stays from b2 to b1: 1 recomputation, 8 t; the peak is at fill: in + s1 + g2 + h + 1.4 S = 2.4 S + 9000.
+//   lru:    s1 stays over fill when 2.4 S + 9000 fits the budget (as speed), else it goes (as memory).
+struct TwoReaderChain {
+  static constexpr std::uint64_t kS = 100'000'000;
+  static constexpr double kT = 0.01;
+  TinyTrace t;
+  TwoReaderChain()
+  {
+    const TensorId in = t.tensor("in", 1000, TensorKind::input);
+    const TensorId s1 = t.tensor("s1", kS);
+    const TensorId s2 = t.tensor("s2", kS);
+    const TensorId s3 = t.tensor("s3", kS);
+    const TensorId g3 = t.tensor("g3", 4000, TensorKind::gradient);
+    const TensorId g2 = t.tensor("g2", 4000, TensorKind::gradient);
+    const TensorId h = t.tensor("h", 4000, TensorKind::gradient);
+    const TensorId g1 = t.tensor("g1", 4000, TensorKind::gradient);
+    t.op("f1", Phase::forward, {in}, {s1}, kT);
+    t.op("f2", Phase::forward, {s1}, {s2}, kT);
+    t.op("f3", Phase::forward, {s2}, {s3}, kT);
+    t.op("b3", Phase::backward, {s3}, {g3}, kT);
+    t.op("b2", Phase::backward, {s2, g3, s1}, {g2}, kT);
+    const OpId fill = t.op("fill", Phase::backward, {g2}, {h}, kT);
+    t.trace.ops[static_cast<std::size_t>(fill)].workspace_bytes = kS * 14 / 10;
+    t.op("b1", Phase::backward, {s1, h}, {g1}, kT);
+  }
+  struct Outcome {
+    std::size_t recomputes = 0;
+    std::uint64_t peak = 0;
+    double seconds = 0;
+  };
+  Outcome run(const std::string& mode, std::uint64_t budget) const
+  {
+    const Machine m = machine(kS / (100 * kT));
+    const Plan plan = tsplit(t.trace, m, budget, {{"split", false}, {"recompute_mode", mode}});
+    const RunResult result = run_fast(t.trace, m, plan);
+    EXPECT_TRUE(result.metrics.feasible) << mode;
+    EXPECT_EQ(*plan.estimate.peak_bytes, result.metrics.peak_device_bytes) << mode;
+    EXPECT_NEAR(*plan.estimate.iteration_time_s, result.metrics.iteration_time_s, 1e-9) << mode;
+    EXPECT_LE(result.metrics.peak_device_bytes, budget) << mode;
+    return {count(plan, StepKind::recompute), result.metrics.peak_device_bytes, result.metrics.iteration_time_s};
+  }
+};
+
+TEST(Tsplit, RecomputeModesDifferOnATensorReadTwiceLater)
+{
+  const TwoReaderChain chain;
+  const std::uint64_t s = TwoReaderChain::kS;
+  const double t = TwoReaderChain::kT;
+  const std::uint64_t roomy = s * 5 / 2;
+  const auto memory = chain.run("memory", roomy);
+  EXPECT_EQ(memory.recomputes, 2u);
+  EXPECT_EQ(memory.peak, 2 * s + 9000);
+  EXPECT_NEAR(memory.seconds, 9 * t, 1e-9);
+  const auto speed = chain.run("speed", roomy);
+  EXPECT_EQ(speed.recomputes, 1u);
+  EXPECT_EQ(speed.peak, s * 24 / 10 + 9000);
+  EXPECT_NEAR(speed.seconds, 8 * t, 1e-9);
+  const auto lru_room = chain.run("lru", roomy);
+  EXPECT_EQ(lru_room.recomputes, 1u);
+  EXPECT_EQ(lru_room.peak, speed.peak);
+  const auto lru_tight = chain.run("lru", s * 23 / 10); // 2.4 S + 9000 does not fit: s1 goes over fill
+  EXPECT_EQ(lru_tight.recomputes, 2u);
+  EXPECT_EQ(lru_tight.peak, memory.peak);
 }
 
 TEST(Tsplit, SamePlanTwice)

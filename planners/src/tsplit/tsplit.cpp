@@ -65,14 +65,19 @@ ParamList<tsplit::Options> tsplit_params()
 {
   using tsplit::Options;
   return {param("split", &Options::split, "split ops into micro-ops (false: TSPLIT w/o Split, swap/recompute only)"),
-          param("dims", &Options::dims, "split dimension", {.choices = {"batch"}}),
+          param("dims", &Options::dims,
+                "split dimensions, comma-separated: batch, channel, sequence, heads (an op uses one it allows)"),
           param("max_split", &Options::max_split, "most micro-tensors per split (p in 2,3,4,6,8,12,16,24,32,...)",
                 {.min = 2, .max = 64}),
           param("split_workspace", &Options::split_workspace, "a split op's workspace is split with it"),
           param("split_dead_inputs", &Options::split_dead_inputs,
                 "also split inputs dead after the op (their parts are freed; not in the paper)"),
           param("swap_gradients", &Options::swap_gradients, "gradients are swap/recompute candidates too"),
-          param("recompute", &Options::recompute, "recomputation is an option (false: swap only)")};
+          param("recompute", &Options::recompute, "recomputation is an option (false: swap only)"),
+          param("recompute_mode", &Options::recompute_mode,
+                "a recomputed tensor's later readers: memory (freed after each reader, regenerated for the next), "
+                "speed (kept to its last reader), lru (kept over a gap while the budget has room there)",
+                {.choices = {"memory", "speed", "lru"}})};
 }
 
 } // namespace

@@ -33,14 +33,14 @@ Extras add_extras(const Model& model, const Trace& trace, const Options& options
   Extras extras;
   extras.micro_ops.resize(trace.ops.size());
   auto next_tensor = [&] { return static_cast<TensorId>(trace.tensors.size() + plan.extra_tensors.size()); };
-  auto split_tensor = [&](OpId op, TensorId id, int parts) {
+  auto split_tensor = [&](OpId op, TensorId id, int parts, std::int64_t extent) {
     const Tensor& whole = trace.tensor(id);
     std::vector<TensorId>& ids = extras.parts_of[{op, id}];
     for (int u = 0; u < parts; ++u) {
       Tensor part;
       part.id = next_tensor();
       part.name = fmt::format("{}#{}/{}", whole.name, u + 1, parts);
-      part.bytes = part_bytes(whole.bytes, parts, u, model.extent());
+      part.bytes = part_bytes(whole.bytes, parts, u, extent);
       part.kind = whole.kind;
       ids.push_back(part.id);
       plan.extra_tensors.push_back(std::move(part));
@@ -52,11 +52,11 @@ Extras add_extras(const Model& model, const Trace& trace, const Options& options
       continue;
     const int parts = decision.parts;
     for (TensorId x : decision.inputs)
-      split_tensor(op.id, x, parts);
+      split_tensor(op.id, x, parts, decision.extent);
     std::vector<TensorId> reduced; // outputs every micro-op adds into (weight gradients, statistics)
     for (TensorId y : op.outputs) {
       if (is_feature_map(trace.tensor(y).kind))
-        split_tensor(op.id, y, parts);
+        split_tensor(op.id, y, parts, decision.extent);
       else
         reduced.push_back(y);
     }
@@ -81,7 +81,7 @@ Extras add_extras(const Model& model, const Trace& trace, const Options& options
           micro.inputs.push_back(y);
       }
       micro.workspace_bytes =
-          options.split_workspace ? part_bytes(op.workspace_bytes, parts, u, model.extent()) : op.workspace_bytes;
+          options.split_workspace ? part_bytes(op.workspace_bytes, parts, u, decision.extent) : op.workspace_bytes;
       const double share = 1.0 / parts;
       if (op.flops)
         micro.flops = *op.flops * share;
@@ -89,7 +89,7 @@ Extras add_extras(const Model& model, const Trace& trace, const Options& options
         micro.bytes_accessed = *op.bytes_accessed * share;
       micro.split = op.split;
       micro.iteration = op.iteration;
-      micro.split_of = SplitOf{op.id, u, parts, "batch"};
+      micro.split_of = SplitOf{op.id, u, parts, decision.dim};
       micro.has_time = false;
       extras.micro_ops[static_cast<std::size_t>(op.id)].push_back(micro.id);
       plan.extra_ops.push_back(std::move(micro));
@@ -169,9 +169,11 @@ private:
           gap_after_[index(c.gap_start)].push_back(tensor.id);
         }
       } else if (c.move == Move::recompute) {
-        recompute_at_[index(c.gap_end)].push_back(tensor.id);
-        if (c.parts == 1)
-          gap_after_[index(c.gap_start)].push_back(tensor.id);
+        for (std::size_t g = 0; g < c.gaps.size(); ++g) {
+          recompute_at_[index(c.gaps[g].until)].push_back(tensor.id);
+          if (g > 0 || c.parts == 1) // a split input's parts are freed by its micro-ops; it comes back whole
+            gap_after_[index(c.gaps[g].after)].push_back(tensor.id);
+        }
       }
     }
     // A chain recomputed at one op runs in its producers' order.

@@ -1,5 +1,7 @@
 #include "tsplit_model.hpp"
 
+#include "tsplit_dims.hpp"
+
 #include "memsim/common/error.hpp"
 
 #include <algorithm>
@@ -11,18 +13,6 @@ namespace {
 
 constexpr double kMaxOccupancy = 0.95; // Eq. 3 divides by 1 - Oc; keep it finite
 constexpr std::array<int, 11> kPartCounts{2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
-
-// Aten op types that work sample by sample (spec §8.4), for recorded traces that declare no split dimensions.
-bool batch_splittable_type(const std::string& type)
-{
-  if (type.find("batch_norm") != std::string::npos)
-    return false; // batch statistics
-  for (const char* kind : {"conv", "relu", "threshold", "pool", "add", "mm", "dropout", "layer_norm", "gelu",
-                           "scaled_dot_product", "linear", "matmul", "bmm"})
-    if (type.find(kind) != std::string::npos)
-      return true;
-  return false;
-}
 
 bool is_feature_map(TensorKind kind) { return kind == TensorKind::activation || kind == TensorKind::gradient; }
 
@@ -63,6 +53,7 @@ Model::Model(const TraceAnalysis& analysis, const Machine& machine, std::uint64_
     bandwidth_ = 0; // no host link: nothing can be swapped
   }
   extent_ = trace_batch_size(trace).value_or(0);
+  dims_ = parse_dims(options.dims);
   op_time_.reserve(trace.ops.size());
   for (const Op& op : trace.ops) {
     splits_declared_ = splits_declared_ || !op.split.empty();
@@ -99,15 +90,6 @@ std::optional<OpId> Model::next_read_after(TensorId tensor, OpId op) const
   return *it;
 }
 
-bool Model::splittable(const Op& op) const
-{
-  if (!options_.split || op.phase == Phase::update || extent_ < 2)
-    return false;
-  if (!splits_declared_)
-    return batch_splittable_type(op.type);
-  return std::find(op.split.begin(), op.split.end(), "batch") != op.split.end();
-}
-
 double Model::transfer_time(std::uint64_t bytes, int transfers) const
 {
   return static_cast<double>(bytes) / bandwidth_ + transfers * latency_;
@@ -132,7 +114,7 @@ double Model::micro_op_time(OpId op, int parts) const
   Op micro = trace_->op(op);
   micro.id = static_cast<OpId>(trace_->ops.size()); // a derived op: the cost model times it from its source
   micro.has_time = false;
-  micro.split_of = SplitOf{op, 0, parts, "batch"};
+  micro.split_of = SplitOf{op, 0, parts, "batch"}; // the time does not depend on the dim
   return cost_.op_time(micro, 0);
 }
 
@@ -171,15 +153,17 @@ void Model::evaluate()
       d2h.push_back({start[static_cast<std::size_t>(leave) + 1], seconds, tensor.id});
       h2d.push_back({start[static_cast<std::size_t>(c.trigger)], seconds, tensor.id});
     } else if (c.move == Move::recompute) {
-      remove(c.gap_start + 1, c.gap_end - 1, tensor.bytes);
       const Op& producer = trace.op(*analysis_->producer(tensor.id));
-      const Op& consumer = trace.op(c.gap_end);
-      std::uint64_t consumer_allocates = consumer.workspace_bytes;
-      for (TensorId out : consumer.outputs)
-        consumer_allocates += trace.tensor(out).bytes;
-      auto& extra = recompute_extra[static_cast<std::size_t>(c.gap_end)];
-      if (producer.workspace_bytes > consumer_allocates)
-        extra = std::max(extra, producer.workspace_bytes - consumer_allocates);
+      for (const Gap& gap : c.gaps) {
+        remove(gap.after + 1, gap.until - 1, tensor.bytes);
+        const Op& consumer = trace.op(gap.until);
+        std::uint64_t consumer_allocates = consumer.workspace_bytes;
+        for (TensorId out : consumer.outputs)
+          consumer_allocates += trace.tensor(out).bytes;
+        auto& extra = recompute_extra[static_cast<std::size_t>(gap.until)];
+        if (producer.workspace_bytes > consumer_allocates)
+          extra = std::max(extra, producer.workspace_bytes - consumer_allocates);
+      }
     }
   }
   memory_.assign(n, 0);
@@ -188,7 +172,7 @@ void Model::evaluate()
     running += delta[k];
     memory_[k] = static_cast<std::uint64_t>(static_cast<std::int64_t>(base[k]) + running) + recompute_extra[k];
     if (splits_[k].parts > 1)
-      memory_[k] -= split_saving(static_cast<OpId>(k), splits_[k].parts, splits_[k].inputs);
+      memory_[k] -= split_saving(static_cast<OpId>(k), splits_[k].parts, splits_[k].extent, splits_[k].inputs);
   }
   last_over_.assign(n, -1);
   for (std::size_t k = 0; k < n; ++k)
@@ -248,14 +232,15 @@ bool Model::resident_at(TensorId tensor, OpId op) const
   switch (c.move) {
   case Move::reside: return true;
   case Move::swap: return !(c.gap_start < op && op < c.trigger);
-  case Move::recompute: return !(c.gap_start < op && op < c.gap_end);
+  case Move::recompute:
+    return std::none_of(c.gaps.begin(), c.gaps.end(), [&](const Gap& gap) { return gap.after < op && op < gap.until; });
   case Move::drop: return op <= c.gap_start;
   }
   return false;
 }
 
 // One op regenerates the tensor (its producer, with one output), from inputs on the device at `read_at`: the
-// chains stay one op long, so the memory-centric and speed-centric modes coincide.
+// chains stay one op long (ℐ = {Op_j}); recompute_mode decides how often it runs (recompute_gaps).
 bool Model::recomputable(TensorId tensor, OpId read_at) const
 {
   if (!options_.recompute)
@@ -281,6 +266,29 @@ double Model::swap_cost(TensorId tensor, OpId op, OpId trigger) const
 }
 
 double Model::recompute_cost(TensorId tensor) const { return op_time(*analysis_->producer(tensor)); }
+
+// memory: every later reader regenerates it (a reader right after the previous one shares its copy: no op lies in
+// between to gain from the room). speed: one regeneration, kept to the last reader. lru, read statically: it stays
+// over a later gap where the memory account (which still counts it) fits the budget, the room least needed; where
+// the budget is exceeded it is dropped and regenerated for the next reader. A reader whose producer inputs are gone
+// keeps it too.
+std::vector<Gap> Model::recompute_gaps(TensorId tensor, OpId gap_start, OpId first_read) const
+{
+  std::vector<Gap> gaps{{gap_start, first_read}};
+  if (options_.recompute_mode == "speed")
+    return gaps;
+  OpId previous = first_read;
+  for (std::optional<OpId> read = next_read_after(tensor, first_read); read; read = next_read_after(tensor, *read)) {
+    bool drop = *read > previous + 1 && recomputable(tensor, *read);
+    if (drop && options_.recompute_mode == "lru")
+      drop = std::any_of(memory_.begin() + previous + 1, memory_.begin() + *read,
+                         [&](std::uint64_t bytes) { return bytes > budget_; });
+    if (drop)
+      gaps.push_back({previous, *read});
+    previous = *read;
+  }
+  return gaps;
+}
 
 std::optional<Candidate> Model::best_non_split(OpId op) const
 {
@@ -316,14 +324,15 @@ std::optional<Candidate> Model::best_non_split(OpId op) const
     }
     if (recomputable(id, *next)) {
       c.move = Move::recompute;
-      c.cost_s = recompute_cost(id);
+      c.cost_s = recompute_cost(id) *
+                 static_cast<double>(recompute_gaps(id, last_read_before(id, op).value_or(producer), *next).size());
       consider(c);
     }
   }
   return best;
 }
 
-std::uint64_t Model::split_saving(OpId op_id, int parts, const std::vector<TensorId>& inputs) const
+std::uint64_t Model::split_saving(OpId op_id, int parts, std::int64_t extent, const std::vector<TensorId>& inputs) const
 {
   const Op& op = trace_->op(op_id);
   std::uint64_t freed_before = 0; // input parts of micro-ops already run
@@ -339,19 +348,19 @@ std::uint64_t Model::split_saving(OpId op_id, int parts, const std::vector<Tenso
   for (int u = 0; u < parts; ++u) {
     for (TensorId y : op.outputs)
       if (is_feature_map(trace_->tensor(y).kind))
-        produced += part_bytes(trace_->tensor(y).bytes, parts, u, extent_);
+        produced += part_bytes(trace_->tensor(y).bytes, parts, u, extent);
     const std::uint64_t workspace =
-        options_.split_workspace ? part_bytes(op.workspace_bytes, parts, u, extent_) : op.workspace_bytes;
+        options_.split_workspace ? part_bytes(op.workspace_bytes, parts, u, extent) : op.workspace_bytes;
     worst = std::max(worst, input_total - freed_before + produced + workspace);
     for (TensorId x : inputs)
-      freed_before += part_bytes(trace_->tensor(x).bytes, parts, u, extent_);
+      freed_before += part_bytes(trace_->tensor(x).bytes, parts, u, extent);
   }
   return input_total + output_total + op.workspace_bytes - worst;
 }
 
 // Micro-op u+1 waits until part u of the swapped inputs has left (the pipeline of §3.3); the parts start leaving
 // after their last earlier read. Returns the compute stall.
-double Model::split_swap_stall(OpId op, int parts, const std::vector<TensorId>& swapped) const
+double Model::split_swap_stall(OpId op, int parts, std::int64_t extent, const std::vector<TensorId>& swapped) const
 {
   if (swapped.empty())
     return 0;
@@ -364,7 +373,7 @@ double Model::split_swap_stall(OpId op, int parts, const std::vector<TensorId>& 
   for (int u = 0; u + 1 < parts; ++u) {
     std::uint64_t bytes = 0;
     for (TensorId x : swapped)
-      bytes += part_bytes(trace_->tensor(x).bytes, parts, u, extent_);
+      bytes += part_bytes(trace_->tensor(x).bytes, parts, u, extent);
     done += transfer_time(bytes, static_cast<int>(swapped.size()));
     start = std::max(start + micro, done);
   }
@@ -373,7 +382,7 @@ double Model::split_swap_stall(OpId op, int parts, const std::vector<TensorId>& 
 
 void Model::price_split(Candidate& c, OpId op) const
 {
-  c.saved = split_saving(op, c.parts, c.inputs);
+  c.saved = split_saving(op, c.parts, c.extent, c.inputs);
   c.cost_s = std::max(c.parts * micro_op_time(op, c.parts) - op_time(op), 0.0);
   std::vector<TensorId> swapped;
   for (std::size_t k = 0; k < c.inputs.size(); ++k) {
@@ -385,36 +394,48 @@ void Model::price_split(Candidate& c, OpId op) const
       const OpId trigger = config.move == Move::swap ? config.trigger : trigger_for(op, next);
       c.cost_s += std::max(transfer_time(trace_->tensor(x).bytes, c.parts) - free_h2d(trigger, next - 1), 0.0);
     } else if (c.moves[k] == Move::recompute) {
-      c.cost_s += recompute_cost(x);
+      const TensorConfig& config = configs_[static_cast<std::size_t>(x)];
+      const std::size_t regenerations =
+          config.move == Move::recompute ? config.gaps.size() : recompute_gaps(x, op, *next_read_after(x, op)).size();
+      c.cost_s += recompute_cost(x) * static_cast<double>(regenerations);
     }
   }
-  c.cost_s += split_swap_stall(op, c.parts, swapped);
+  c.cost_s += split_swap_stall(op, c.parts, c.extent, swapped);
 }
 
+int Model::most_parts(std::int64_t extent) const
+{
+  return static_cast<int>(std::min<std::int64_t>(extent, options_.max_split));
+}
+
+void Model::consider_split(std::optional<Candidate>& best, Candidate c) const
+{
+  if (c.saved == 0)
+    return;
+  if (!best || c.ratio() < best->ratio() || (c.ratio() == best->ratio() && c.saved > best->saved))
+    best = std::move(c);
+}
+
+// Over the dims the op allows and `dims` names (tsplit_dims.hpp), in their fixed order: on a tie the earlier dim.
 std::optional<Candidate> Model::best_split(OpId op_id) const
 {
   const Op& op = trace_->op(op_id);
-  if (!splittable(op))
+  if (!options_.split || op.phase == Phase::update)
     return std::nullopt;
-  const int most = static_cast<int>(std::min<std::int64_t>(extent_, options_.max_split));
   std::optional<Candidate> best;
-  auto consider = [&](Candidate c) {
-    if (c.saved == 0)
-      return;
-    if (!best || c.ratio() < best->ratio() || (c.ratio() == best->ratio() && c.saved > best->saved))
-      best = std::move(c);
-  };
   const SplitDecision& current = splits_[static_cast<std::size_t>(op_id)];
-  if (current.parts > 1) { // a larger p for the same inputs, scored on the margin
+  if (current.parts > 1) { // a larger p for the same inputs and dim, scored on the margin
     Candidate now;
     now.split = true;
     now.parts = current.parts;
+    now.dim = current.dim;
+    now.extent = current.extent;
     now.inputs = current.inputs;
     for (TensorId x : current.inputs)
       now.moves.push_back(configs_[static_cast<std::size_t>(x)].move);
     price_split(now, op_id);
     for (int parts : kPartCounts) {
-      if (parts <= current.parts || parts > most)
+      if (parts <= current.parts || parts > most_parts(current.extent))
         continue;
       Candidate c = now;
       c.parts = parts;
@@ -423,66 +444,65 @@ std::optional<Candidate> Model::best_split(OpId op_id) const
         continue;
       c.saved -= now.saved;
       c.cost_s = std::max(c.cost_s - now.cost_s, 0.0);
-      consider(std::move(c));
+      consider_split(best, std::move(c));
     }
     return best;
   }
-  // Inputs that can be freed part by part: feature maps this op reads last before a gap.
-  std::vector<TensorId> dead;
-  std::vector<TensorId> live;
-  std::vector<TensorId> seen;
-  for (TensorId x : op.inputs) {
-    if (std::find(seen.begin(), seen.end(), x) != seen.end())
-      continue;
-    seen.push_back(x);
-    const Tensor& t = trace_->tensor(x);
-    if (!is_feature_map(t.kind) || !analysis_->producer(x) ||
-        configs_[static_cast<std::size_t>(x)].move != Move::reside)
-      continue;
-    if (extent_ > 0 && t.bytes % static_cast<std::uint64_t>(extent_) != 0)
-      continue; // not laid out along the batch
-    if (!next_read_after(x, op_id)) {
-      if (options_.split_dead_inputs)
-        dead.push_back(x);
-    } else {
-      live.push_back(x);
-    }
-  }
-  if (dead.empty() && live.empty() && options_.split_workspace && op.workspace_bytes > 0) {
-    Candidate c; // nothing to free part by part: only the workspace shrinks
-    c.split = true;
-    for (int parts : kPartCounts) {
-      if (parts > most)
-        break;
-      c.parts = parts;
-      price_split(c, op_id);
-      consider(c);
-    }
-    return best;
-  }
-  for (Move move : {Move::swap, Move::recompute}) {
-    Candidate c;
-    c.split = true;
-    c.move = move;
-    for (TensorId x : dead) {
-      c.inputs.push_back(x);
-      c.moves.push_back(Move::drop);
-    }
-    for (TensorId x : live) {
-      const bool possible = move == Move::swap ? bandwidth_ > 0 : recomputable(x, *next_read_after(x, op_id));
-      if (possible) {
-        c.inputs.push_back(x);
-        c.moves.push_back(move);
+  for (const SplitAxis& axis : split_axes(*trace_, op, dims_, extent_, splits_declared_)) {
+    const int most = most_parts(axis.extent);
+    // Inputs that can be freed part by part: partitioned feature maps this op reads last before a gap.
+    std::vector<TensorId> dead;
+    std::vector<TensorId> live;
+    for (TensorId x : axis.partitioned_inputs) {
+      if (!analysis_->producer(x) || configs_[static_cast<std::size_t>(x)].move != Move::reside)
+        continue;
+      if (!next_read_after(x, op_id)) {
+        if (options_.split_dead_inputs)
+          dead.push_back(x);
+      } else {
+        live.push_back(x);
       }
     }
-    if (c.inputs.empty() || (move == Move::recompute && c.inputs.size() == dead.size() && !dead.empty()))
-      continue; // the dead-only option is offered once
-    for (int parts : kPartCounts) {
-      if (parts > most)
-        break;
-      c.parts = parts;
-      price_split(c, op_id);
-      consider(c);
+    Candidate c;
+    c.split = true;
+    c.dim = axis.dim;
+    c.extent = axis.extent;
+    if (dead.empty() && live.empty()) {
+      if (!options_.split_workspace || op.workspace_bytes == 0)
+        continue;
+      for (int parts : kPartCounts) { // nothing to free part by part: only the workspace shrinks
+        if (parts > most)
+          break;
+        c.parts = parts;
+        price_split(c, op_id);
+        consider_split(best, c);
+      }
+      continue;
+    }
+    for (Move move : {Move::swap, Move::recompute}) {
+      c.move = move;
+      c.inputs.clear();
+      c.moves.clear();
+      for (TensorId x : dead) {
+        c.inputs.push_back(x);
+        c.moves.push_back(Move::drop);
+      }
+      for (TensorId x : live) {
+        const bool possible = move == Move::swap ? bandwidth_ > 0 : recomputable(x, *next_read_after(x, op_id));
+        if (possible) {
+          c.inputs.push_back(x);
+          c.moves.push_back(move);
+        }
+      }
+      if (c.inputs.empty() || (move == Move::recompute && c.inputs.size() == dead.size() && !dead.empty()))
+        continue; // the dead-only option is offered once
+      for (int parts : kPartCounts) {
+        if (parts > most)
+          break;
+        c.parts = parts;
+        price_split(c, op_id);
+        consider_split(best, c);
+      }
     }
   }
   return best;
@@ -490,13 +510,14 @@ std::optional<Candidate> Model::best_split(OpId op_id) const
 
 void Model::apply(const Candidate& c, OpId op)
 {
-  auto add_recompute_reads = [&](TensorId tensor, OpId at) {
-    for (TensorId input : trace_->op(*analysis_->producer(tensor)).inputs) {
-      std::vector<OpId>& list = reads_[static_cast<std::size_t>(input)];
-      auto it = std::lower_bound(list.begin(), list.end(), at);
-      if (it == list.end() || *it != at)
-        list.insert(it, at);
-    }
+  auto add_recompute_reads = [&](TensorId tensor) {
+    for (const Gap& gap : configs_[static_cast<std::size_t>(tensor)].gaps)
+      for (TensorId input : trace_->op(*analysis_->producer(tensor)).inputs) {
+        std::vector<OpId>& list = reads_[static_cast<std::size_t>(input)];
+        auto it = std::lower_bound(list.begin(), list.end(), gap.until);
+        if (it == list.end() || *it != gap.until)
+          list.insert(it, gap.until);
+      }
   };
   if (!c.split) {
     TensorConfig& config = configs_[static_cast<std::size_t>(c.tensor)];
@@ -506,12 +527,16 @@ void Model::apply(const Candidate& c, OpId op)
     config.gap_end = next;
     config.trigger = c.move == Move::swap ? trigger_for(op, next) : -1;
     config.needed_at = op;
-    if (c.move == Move::recompute)
-      add_recompute_reads(c.tensor, next);
+    if (c.move == Move::recompute) {
+      config.gaps = recompute_gaps(c.tensor, config.gap_start, next);
+      add_recompute_reads(c.tensor);
+    }
   } else {
     SplitDecision& decision = splits_[static_cast<std::size_t>(op)];
     const bool first = decision.parts == 1;
     decision.parts = c.parts;
+    decision.dim = c.dim;
+    decision.extent = c.extent;
     decision.inputs = c.inputs;
     for (std::size_t k = 0; k < c.inputs.size(); ++k) {
       const TensorId x = c.inputs[k];
@@ -525,8 +550,10 @@ void Model::apply(const Candidate& c, OpId op)
       config.gap_end = next.value_or(-1);
       config.trigger = c.moves[k] == Move::swap ? trigger_for(op, *next) : -1;
       config.needed_at = op;
-      if (c.moves[k] == Move::recompute)
-        add_recompute_reads(x, *next);
+      if (c.moves[k] == Move::recompute) {
+        config.gaps = recompute_gaps(x, op, *next);
+        add_recompute_reads(x);
+      }
     }
   }
   evaluate();

@@ -16,12 +16,22 @@ namespace memsim::tsplit {
 
 struct Options {
   bool split = true;              // false: "TSPLIT w/o Split"
-  std::string dims = "batch";     // split dimensions the planner may use (only batch is implemented)
+  std::string dims = "batch";     // split dimensions the planner may use: batch, channel, sequence, heads (tsplit_dims)
   int max_split = 32;             // most micro-tensors per split
   bool split_workspace = true;    // a split op's workspace shrinks with its micro-ops (§11-A8)
   bool split_dead_inputs = false; // split inputs dead after the op too (their parts are just freed, §11-A4)
   bool swap_gradients = false;    // gradients are non-split swap/recompute candidates too
   bool recompute = true;          // recomputation is an option (false: swap only)
+  // After a recomputed tensor's first regeneration, its later readers (§5): "memory" frees it after each reader and
+  // regenerates it for the next one; "speed" keeps it to its last reader; "lru" keeps it across a gap while the
+  // planner's memory account leaves room there and regenerates it otherwise.
+  std::string recompute_mode = "memory";
+};
+
+// Ops (after, until) exclusive without a recomputed tensor; it is regenerated just before `until`.
+struct Gap {
+  OpId after = -1;
+  OpId until = -1;
 };
 
 // What happens to a tensor between two of its reads. `drop`: a split input dead after its split op.
@@ -29,16 +39,19 @@ enum class Move { reside, swap, recompute, drop };
 
 struct TensorConfig {
   Move move = Move::reside;
-  OpId gap_start = -1; // absent from the op after this one (its last read before the gap, or its split op) ...
-  OpId gap_end = -1;   // ... until this op reads it again (-1 for drop)
-  OpId trigger = -1;   // swap: the prefetch is issued before this op and counts from it
-  OpId needed_at = -1; // the bottleneck op the decision was made for
-  int parts = 1;       // > 1: split at gap_start, its parts leave one by one
+  OpId gap_start = -1;   // absent from the op after this one (its last read before the gap, or its split op) ...
+  OpId gap_end = -1;     // ... until this op reads it again (-1 for drop)
+  OpId trigger = -1;     // swap: the prefetch is issued before this op and counts from it
+  OpId needed_at = -1;   // the bottleneck op the decision was made for
+  int parts = 1;         // > 1: split at gap_start, its parts leave one by one
+  std::vector<Gap> gaps; // recompute: (gap_start, gap_end) first, then the later gaps recompute_mode drops it over
 };
 
 // An op run as `parts` micro-ops; `inputs` are its inputs freed part by part (their configs say how).
 struct SplitDecision {
   int parts = 1;
+  std::string dim = "batch";
+  std::int64_t extent = 0; // rows along dim (0: unknown, equal byte shares)
   std::vector<TensorId> inputs;
 };
 
@@ -48,6 +61,8 @@ struct Candidate {
   TensorId tensor = -1; // non-split
   OpId producer = -1;
   int parts = 1;                // split
+  std::string dim;              // split: along this dimension ...
+  std::int64_t extent = 0;      // ... of this many rows
   std::vector<TensorId> inputs; // split: the inputs freed part by part
   std::vector<Move> moves;      // split: per input
   std::uint64_t saved = 0;      // ΔM at the bottleneck op
@@ -81,10 +96,8 @@ public:
   const std::vector<OpId>& reads(TensorId tensor) const { return reads_[static_cast<std::size_t>(tensor)]; }
   double op_time(OpId op) const { return op_time_[static_cast<std::size_t>(op)]; }
   double micro_op_time(OpId op, int parts) const;
-  std::int64_t extent() const { return extent_; }
   std::optional<OpId> last_read_before(TensorId tensor, OpId op) const;
   std::optional<OpId> next_read_after(TensorId tensor, OpId op) const;
-  bool splittable(const Op& op) const;
 
 private:
   double free_d2h(OpId first, OpId last) const; // Σ (1 - Oc_d2h) T over ops [first, last]
@@ -93,10 +106,14 @@ private:
   bool resident_at(TensorId tensor, OpId op) const;
   bool recomputable(TensorId tensor, OpId read_at) const;
   double swap_cost(TensorId tensor, OpId op, OpId trigger) const;
-  double recompute_cost(TensorId tensor) const;
+  double recompute_cost(TensorId tensor) const; // one regeneration
+  // The gaps a tensor recomputed for the read at `first_read` is absent over, per recompute_mode.
+  std::vector<Gap> recompute_gaps(TensorId tensor, OpId gap_start, OpId first_read) const;
   void price_split(Candidate& candidate, OpId op) const; // fills saved and cost_s
-  std::uint64_t split_saving(OpId op, int parts, const std::vector<TensorId>& inputs) const;
-  double split_swap_stall(OpId op, int parts, const std::vector<TensorId>& swapped) const;
+  std::uint64_t split_saving(OpId op, int parts, std::int64_t extent, const std::vector<TensorId>& inputs) const;
+  double split_swap_stall(OpId op, int parts, std::int64_t extent, const std::vector<TensorId>& swapped) const;
+  int most_parts(std::int64_t extent) const;
+  void consider_split(std::optional<Candidate>& best, Candidate candidate) const;
 
   const TraceAnalysis* analysis_;
   const Trace* trace_;
@@ -105,8 +122,9 @@ private:
   CostModel cost_;
   double bandwidth_ = 0; // bytes/s of gpu0's route to the host
   double latency_ = 0;
-  std::int64_t extent_ = 0;      // the batch
-  bool splits_declared_ = false; // the trace lists split dimensions (else they come from the op type)
+  std::int64_t extent_ = 0;       // the batch
+  std::vector<std::string> dims_; // options.dims, parsed
+  bool splits_declared_ = false;  // the trace lists split dimensions (else they come from the op type)
   std::vector<double> op_time_;
   std::vector<TensorConfig> configs_;
   std::vector<SplitDecision> splits_;
