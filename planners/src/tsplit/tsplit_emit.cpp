@@ -3,6 +3,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
 #include "memsim/sim/memory_cursor.hpp"
+#include "memsim/sim/simulator.hpp"
 
 #include <fmt/format.h>
 
@@ -111,7 +112,6 @@ public:
   {
     extras_ = add_extras(model_, trace_, options_, plan_);
     extended_ = trace_with_extras(trace_, plan_);
-    cost_.emplace(extended_, machine_);
     cursor_.emplace(extended_, analysis_.resident_tensors());
     making_.assign(extended_.tensors.size(), -1);
     offload_of_.assign(extended_.tensors.size(), -1);
@@ -125,25 +125,17 @@ public:
   }
 
 private:
+  // The plan's time is what the fast engine gives for its steps at the budget: the execution core's own timing, with
+  // link sharing, not a private list schedule.
   void time_steps()
   {
-    std::map<std::string, double> stream_free;
-    std::vector<double> finish(plan_.steps.size(), 0);
-    double end = 0;
-    for (const Step& step : plan_.steps) {
-      double start = stream_free[step.stream];
-      for (StepId dep : step.deps)
-        start = std::max(start, finish[static_cast<std::size_t>(dep)]);
-      double seconds = 0;
-      if (step_names_op(step.kind))
-        seconds = cost_->op_time(extended_.op(*step.op), 0);
-      else if (step.kind == StepKind::offload || step.kind == StepKind::prefetch)
-        seconds = model_.transfer_time(extended_.tensor(*step.tensor).bytes, 1);
-      finish[static_cast<std::size_t>(step.id)] = start + seconds;
-      stream_free[step.stream] = start + seconds;
-      end = std::max(end, start + seconds);
-    }
-    plan_.estimate.iteration_time_s = end;
+    Plan timed = plan_;
+    timed.budget_bytes = budget_;
+    SimOptions simulation;
+    simulation.record_timeline = false;
+    const RunResult run = simulate_fast(trace_, machine_, timed, simulation);
+    if (run.metrics.feasible && !run.error)
+      plan_.estimate.iteration_time_s = run.metrics.iteration_time_s;
   }
 
   const TensorConfig& config(TensorId id) const { return model_.config(id); }
@@ -388,7 +380,6 @@ private:
   PlanBuilder builder_{plan_};
   Extras extras_;
   Trace extended_;
-  std::optional<CostModel> cost_;
   std::optional<MemoryCursor> cursor_;
   std::vector<StepId> making_;     // the step that last made each tensor resident (for other streams' deps)
   std::vector<StepId> offload_of_; // whole tensors and parts
