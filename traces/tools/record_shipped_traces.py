@@ -97,20 +97,30 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--budget-s", type=float, default=1e9, help="skip models that would start after this")
+    parser.add_argument("--fractions", default="1",
+                        help="comma-separated fractions of each model's shipped batch to record (rounded, at least 1),"
+                             " e.g. 0.125,0.25,0.5,0.75,1 for the cost model's batch-rescaling check")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     for line in environment(args.device):
         print(line, flush=True)
     begin = time.time()
     wanted = [m for m in args.only.split(",") if m]
-    for model, batch, extra in SHIPPED:
+    fractions = [float(f) for f in args.fractions.split(",") if f]
+    if not fractions or any(not 0 < f <= 1 for f in fractions):
+        parser.error("--fractions: each fraction must be in (0, 1]")
+    runs = []
+    for model, shipped_batch, extra in SHIPPED:
+        if args.tiny:
+            shipped_batch, extra = TINY[model]
+        batches = sorted({max(1, round(shipped_batch * f)) for f in fractions}, reverse=True)
+        runs += [(model, batch, extra) for batch in batches]
+    for model, batch, extra in runs:
         if wanted and model not in wanted:
             continue
         if time.time() - begin > args.budget_s:
-            print(f"SKIPPED {model}: time budget spent", flush=True)
+            print(f"SKIPPED {model} b{batch}: time budget spent", flush=True)
             continue
-        if args.tiny:
-            batch, extra = TINY[model]
         started = time.time()
         for attempt in range(3):
             try:
