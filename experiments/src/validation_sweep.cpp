@@ -6,6 +6,7 @@
 #include "memsim/experiments/processes.hpp"
 #include "memsim/experiments/runner.hpp"
 #include "memsim/planners/planner.hpp"
+#include "memsim/sim/ledger.hpp"
 
 #include <fmt/format.h>
 
@@ -168,11 +169,12 @@ SweepSummary validate_sweep(experiments::Experiment& experiment, const fs::path&
       const Job& job = jobs[next];
       fs::create_directories(job.dir);
       const PlannedCell& entry = planned[job.planned_index];
-      const pid_t pid =
-          spawn_process({options.executable.string(), "validate", "--trace", entry.cell.trace_file.string(),
-                         "--machine", experiment.machine_file.string(), "--plan", job.plan_file.string(), "--measured",
-                         job.measured_file.string(), "--out", job.dir.string(), "--no-plots", "--quiet"},
-                        job.dir / "log.txt");
+      const pid_t pid = spawn_process({options.executable.string(), "validate", "--trace",
+                                       entry.cell.trace_file.string(), "--machine", experiment.machine_file.string(),
+                                       "--plan", job.plan_file.string(), "--measured", job.measured_file.string(),
+                                       "--allocator", std::string(to_string(experiment.simulation.allocator)), "--out",
+                                       job.dir.string(), "--no-plots", "--quiet"},
+                                      job.dir / "log.txt");
       running[pid] = next++;
     }
     int status = 0;

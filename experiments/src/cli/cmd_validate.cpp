@@ -12,6 +12,7 @@
 #include "memsim/experiments/validation_sweep.hpp"
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/plan.hpp"
+#include "memsim/sim/ledger.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/traces/trace.hpp"
 
@@ -35,6 +36,7 @@ struct ValidateOptions {
   std::string prepare;
   std::string measurements;
   std::string out;
+  std::string allocator = "bytes";
   unsigned jobs = 0;
   bool json = false;
   bool no_plots = false;
@@ -82,7 +84,9 @@ void validate_one(const ValidateOptions& options)
   const json_io::Json measured_document = json_io::read_file(options.measured);
   const RunResult measured = timeline_from_json(measured_document, options.measured);
 
-  const RunResult simulated = simulate(trace, machine, plan, SimOptions{});
+  SimOptions sim_options;
+  sim_options.allocator = *allocator_kind_from_string(options.allocator);
+  const RunResult simulated = simulate(trace, machine, plan, sim_options);
   const validation::ValidationReport report = validation::compare_runs(simulated, measured, measured_document);
 
   if (!options.out.empty()) {
@@ -167,6 +171,12 @@ void add_validate_command(CLI::App& app, Context& context)
   command->add_option("--out", options->out,
                       "folder for the results: one plan: summary.json, steps.csv, simulated.timeline.json, plots; "
                       "sweep: validation.csv, cells/, plots");
+  command
+      ->add_option("--allocator", options->allocator,
+                   "one plan: the simulator's allocator, bytes or pool (as `memsim simulate --allocator`; compare "
+                   "pool with `memsim-cuda run --allocator pool`); a sweep uses the experiment's `allocator`")
+      ->check(CLI::IsMember({"bytes", "pool"}))
+      ->capture_default_str();
   command->add_option("--jobs", options->jobs, "sweep mode: comparisons in parallel (default: the core count)");
   command->add_flag("--json", options->json, "one plan: print the summary as one JSON object");
   command->add_flag("--no-plots", options->no_plots, "do not run matplotlib");
