@@ -83,16 +83,23 @@ def main():
                 print(f"SKIPPED {label}: time budget spent", flush=True)
                 continue
             started = time.time()
+            trace = None
+            out_of_memory = False
             try:
                 trace, report = record_fused(model, batch, models, extra, args)
             except Exception as error:  # one recording failing must not lose the others
-                gc.collect()
-                if is_out_of_memory(error):
+                out_of_memory = is_out_of_memory(error)
+                if out_of_memory:
                     print(f"OOM {label}: skipping K >= {models} of {model}", flush=True)
-                    if torch.device(args.device).type == "cuda":
-                        torch.cuda.empty_cache()
+                else:
+                    print(f"FAILED {label}: {type(error).__name__}: {str(error)[:400]}", flush=True)
+            if trace is None:
+                # Here the exception (and the frames holding the failed recording's tensors) is gone.
+                gc.collect()
+                if torch.device(args.device).type == "cuda":
+                    torch.cuda.empty_cache()
+                if out_of_memory:
                     break
-                print(f"FAILED {label}: {type(error).__name__}: {str(error)[:400]}", flush=True)
                 continue
             if args.date:
                 trace["source"]["date"] = args.date
