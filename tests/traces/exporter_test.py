@@ -2,7 +2,8 @@
 """ctest: traces/tools/memsim_export.py on the CPU (Debian's torch 1.13) writes traces memsim reads, and the trace's
 default-schedule peak agrees with PyTorch's own accounting of the same iteration. Every tensor has a shape (and the
 batch-proportional ones a batch_axis), ops carry split dimensions, and `memsim trace rescale` to twice the batch
-doubles the batch-proportional bytes and leaves the weights alone.
+doubles the batch-proportional bytes and leaves the weights alone. `--models 2` (two models fused with vmap) writes
+a trace memsim reads, with exactly twice the single model's weight bytes and inputs [2, batch, ...].
 
     exporter_test.py --memsim PATH --exporter PATH
 Exits 77 (ctest: skipped) when torch cannot be imported.
@@ -32,6 +33,10 @@ MODELS = {
     "gpt": ["--model", "gpt", "--batch", "2", "--layers", "2", "--d-model", "32", "--heads", "2", "--d-ff", "64",
             "--vocab", "100", "--seq-len", "16"],
 }
+
+# A fused (vmap) iteration: the trace counts a few hundred bytes more than the CPU allocator (scalar constants that
+# vmap's backward creates outside any op come in as small resident inputs).
+FUSED_PEAK_TOLERANCE = 1e-3
 
 failures = []
 
@@ -72,6 +77,35 @@ def check_shapes_and_rescale(name, trace_path, memsim, scratch):
     check(any(after > before for before, after in flops), f"{name}: no op's flops grew with the batch")
 
 
+def check_fused(args, scratch):
+    traces = {}
+    for models in (1, 2):
+        path = Path(scratch) / f"gpt-k{models}.trace.json.gz"
+        report_file = Path(scratch) / f"gpt-k{models}.report.json"
+        subprocess.run([sys.executable, args.exporter, *MODELS["gpt"], "--models", str(models), "--device", "cpu",
+                        "--warmup", "1", "--repeat", "1", "--date", "2026-01-01", "--out", str(path), "--report",
+                        str(report_file)], check=True)
+        with gzip.open(path) as stream:
+            traces[models] = json.load(stream)
+    report = json.loads(report_file.read_text())
+    info = json.loads(subprocess.run([args.memsim, "trace", "info", str(path), "--json"], check=True,
+                                     capture_output=True, text=True).stdout)
+    check(info["default_peak_bytes"] == report["trace_peak_bytes"], "fused: memsim peak != exporter's")
+    check(abs(report["peak_ratio"] - 1) <= FUSED_PEAK_TOLERANCE, f"fused: peak ratio {report['peak_ratio']}")
+    weight_bytes = {k: sum(t["bytes"] for t in trace["tensors"] if t["kind"] == "weight") for k, trace in
+                    traces.items()}
+    check(weight_bytes[2] == 2 * weight_bytes[1], f"fused: weight bytes {weight_bytes}")
+    fused = traces[2]
+    by_name = {t["name"]: t for t in fused["tensors"]}
+    check(by_name["input"]["shape"][:2] == [2, BATCH["gpt"]] and by_name["input"].get("batch_axis") == 1,
+          f"fused: input {by_name['input']}")
+    check(fused["name"] == "gpt-b2-k2" and fused["source"]["batch"] == BATCH["gpt"], "fused: name or batch")
+    check("fused 2 models" in fused["source"]["model"], "fused: source.model does not say so")
+    check(len({op["layer"] for op in fused["ops"] if op["phase"] == "backward"}) > 1, "fused: one backward layer")
+    print(f"fused gpt k2: {info['ops']} ops, peak {report['trace_peak_bytes']} B (torch "
+          f"{report['reference_peak_bytes']} B), weights {weight_bytes}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--memsim", required=True)
@@ -108,6 +142,7 @@ def main():
             check_shapes_and_rescale(name, trace, args.memsim, scratch)
             print(f"{name}: {info['ops']} ops, peak {info['default_peak_bytes']} B (torch {report['reference_peak_bytes']}"
                   f" B), {info['total_time_s'] * 1e3:.2f} ms")
+        check_fused(args, scratch)
     if failures:
         sys.exit(1)
 

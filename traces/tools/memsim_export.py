@@ -11,10 +11,17 @@ with what PyTorch reports for the same iteration. See traces/tools/README.md for
 
     /usr/bin/python3 traces/tools/memsim_export.py --model resnet50 --batch 64 --device cuda --out X.trace.json
 
+`--models K` (K > 1) records K independent copies of the model fused horizontally as μ-TWO profiles them:
+torch.func.stack_module_state stacks their parameters and buffers to [K, ...], one vmap over functional_call runs
+the K forwards and losses on [K, batch, ...] data, the summed loss runs one backward and one optimizer steps the
+stacked parameters. K = 1 is the plain, unfused iteration.
+
 Runs on the CPU with torch 1.13 and on CUDA with torch 2.x.
 """
 
 import argparse
+import contextlib
+import copy
 import datetime
 import gzip
 import inspect
@@ -130,6 +137,8 @@ MODEL_NAMES = sorted(list(TORCHVISION_MODELS) + list(TRANSFORMER_DEFAULTS) + ["m
 class Workload:
     """A model with its batch, loss and optimizer, ready for training iterations."""
 
+    models = 1
+
     def __init__(self, name, model, inputs, target, loss_fn, optimizer, description):
         self.name = name
         self.model = model
@@ -138,6 +147,115 @@ class Workload:
         self.loss_fn = loss_fn
         self.optimizer = optimizer
         self.description = description
+        self.optimizer_kind = None
+
+    @property
+    def batch(self):
+        return int(self.inputs.shape[0])
+
+    def named_parameters(self):
+        return list(self.model.named_parameters())
+
+    def named_buffers(self):
+        return list(self.model.named_buffers())
+
+    def parameters(self):
+        return [param for _, param in self.named_parameters()]
+
+    def loss(self, recorder=None):
+        """Forward and loss; the recorder (if any) is told where the loss starts."""
+        output = self.model(self.inputs)
+        if recorder is not None:
+            recorder.set_phase("loss")
+        return self.loss_fn(output, self.target)
+
+
+def functorch_api():
+    """(vmap, functional_call, stack_module_state) from torch.func (torch 2.x) or functorch + torch.nn.utils.stateless
+    (torch 1.13, which has no stack_module_state: stacked the same way, detached leaves that require grad)."""
+    try:
+        from torch.func import functional_call, stack_module_state, vmap
+
+        return vmap, functional_call, stack_module_state
+    except ImportError:
+        from functorch import vmap
+        from torch.nn.utils.stateless import functional_call
+
+        def stack_module_state(models):
+            params = {name: torch.stack([dict(m.named_parameters())[name].detach() for m in models]).requires_grad_()
+                      for name, _ in models[0].named_parameters()}
+            buffers = {name: torch.stack([dict(m.named_buffers())[name] for m in models])
+                       for name, _ in models[0].named_buffers()}
+            return params, buffers
+
+        return vmap, functional_call, stack_module_state
+
+
+class FusedWorkload(Workload):
+    """K copies of one model fused with vmap: stacked parameters and buffers [K, ...], data [K, batch, ...], one
+    loss (the sum of the K losses), one optimizer over the stacked parameters. `model` is the stateless base (on the
+    meta device): functional_call runs its forward, so its module hooks fire as for K = 1."""
+
+    def __init__(self, singles):
+        first = singles[0]
+        self.vmap, self.functional_call, stack_module_state = functorch_api()
+        params, buffers = stack_module_state([work.model for work in singles])
+        base = copy.deepcopy(first.model).to("meta")
+        inputs = torch.stack([work.inputs for work in singles])
+        target = torch.stack([work.target for work in singles])
+        self.models = len(singles)
+        description = (f"fused {self.models} models with torch.func.vmap (stack_module_state + functional_call, "
+                       f"per-model batch {first.batch}, data [K, batch, ...]): {first.description}")
+        super().__init__(first.name, base, inputs, target, first.loss_fn, None, description)
+        self.stacked_params = params
+        self.stacked_buffers = buffers
+        self.optimizer_kind = first.optimizer_kind
+        self.optimizer, _ = make_optimizer(self.optimizer_kind, list(params.values()))
+
+    @property
+    def batch(self):
+        return int(self.inputs.shape[1])
+
+    def named_parameters(self):
+        return list(self.stacked_params.items())
+
+    def named_buffers(self):
+        return list(self.stacked_buffers.items())
+
+    def loss(self, recorder=None):
+        def one_model(params, buffers, inputs, target):
+            output = self.functional_call(self.model, {**params, **buffers}, (inputs,))
+            if recorder is not None:
+                recorder.set_phase("loss")  # vmap traces this function once: the phase switches once
+            return self.loss_fn(output, target)
+
+        # randomness="different": each model draws its own dropout masks.
+        losses = self.vmap(one_model, randomness="different")(self.stacked_params, self.stacked_buffers, self.inputs,
+                                                              self.target)
+        return losses.sum()
+
+
+def make_optimizer(kind, params):
+    """(optimizer, description suffix). foreach=False: one update op per parameter, so each update op names the
+    weight it changes."""
+    if kind == "sgd":
+        return (torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-4, foreach=False),
+                "; SGD momentum 0.9, weight decay 1e-4")
+    if kind == "adamw":
+        return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, foreach=False), "; AdamW"
+    raise SystemExit(f"memsim_export: unknown optimizer '{kind}' (valid: sgd, adamw)")
+
+
+def build_fused_workload(args, device):
+    """K single-model workloads with seeds seed, seed + 1, ... (model 0 is the K = 1 model with its data), fused."""
+    singles = []
+    for index in range(args.models):
+        single_args = copy.copy(args)
+        single_args.seed = args.seed + index
+        singles.append(build_workload(single_args, device))
+    fused = FusedWorkload(singles)
+    del singles
+    return fused
 
 
 def build_workload(args, device):
@@ -189,17 +307,11 @@ def build_workload(args, device):
     model.train()
     inputs = inputs.to(device=device, dtype=dtype if inputs.is_floating_point() else inputs.dtype)
     target = target.to(device)
-    # foreach=False: one update op per parameter, so each update op names the weight it changes.
-    if optimizer_kind == "sgd":
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4, foreach=False)
-        description += "; SGD momentum 0.9, weight decay 1e-4"
-    elif optimizer_kind == "adamw":
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, foreach=False)
-        description += "; AdamW"
-    else:
-        raise SystemExit(f"memsim_export: unknown optimizer '{optimizer_kind}' (valid: sgd, adamw)")
-    description += " (foreach=False)"
-    return Workload(name, model, inputs, target, loss_fn, optimizer, description)
+    optimizer, suffix = make_optimizer(optimizer_kind, model.parameters())
+    description += suffix + " (foreach=False)"
+    work = Workload(name, model, inputs, target, loss_fn, optimizer, description)
+    work.optimizer_kind = optimizer_kind
+    return work
 
 
 def layer_units(model):
@@ -258,22 +370,25 @@ SPLIT_TABLE = {
 }
 
 
-def tensor_layout(tensor, batch_extents, kind, weight_shapes=frozenset()):
+def tensor_layout(tensor, batch_extents, kind, weight_shapes=frozenset(), models=1):
     """shape and batch_axis of a storage: the tensor's shape when it covers the storage, else the storage as a
     flat vector. For kinds that grow with the batch, the batch axis is the first of the two leading axes whose
     extent is the batch (or batch x sequence for token inputs: a flattened [batch * seq, d] activation), else the
     first axis whose extent is a multiple of the batch ([batch * heads, seq, d] in attention); a tensor shaped like
-    a weight (or its transpose: a weight gradient before accumulation) has none."""
+    a weight (or its transpose: a weight gradient before accumulation) has none. With K > 1 fused models, a leading
+    axis of extent K is the model axis: the batch axis is looked for after it."""
     element = tensor.element_size()
     nbytes = int(storage_of(tensor).nbytes())
     shape = list(tensor.shape) or [1]  # a scalar as [1]: an empty shape would read as "no shape"
     batch_axis = None
     if kind in ("input", "activation", "gradient") and tuple(shape) not in weight_shapes:
-        batch_axis = next((axis for axis, extent in enumerate(shape[:2]) if extent in batch_extents), None)
+        first = 1 if models > 1 and len(shape) > 1 and shape[0] == models else 0
+        batch_axis = next((axis for axis, extent in enumerate(shape[:first + 2]) if axis >= first and
+                           extent in batch_extents), None)
         if batch_axis is None:
             batch = min(batch_extents, default=0)
-            batch_axis = next((axis for axis, extent in enumerate(shape) if batch and extent and extent % batch == 0),
-                              None)
+            batch_axis = next((axis for axis, extent in enumerate(shape) if axis >= first and batch and extent and
+                               extent % batch == 0), None)
     if math.prod(shape) * element != nbytes:
         shape = [nbytes // element] if nbytes % element == 0 else [nbytes]
         batch_axis = 0 if batch_axis is not None else None
@@ -318,8 +433,13 @@ def op_flops(name, in_tensors, out_tensors, args):
 class Recorder:
     """What the dispatch mode sees: tensors by storage, ops, phases, layers, release points."""
 
-    def __init__(self, device, units):
+    def __init__(self, device, units, models=1):
         self.device = torch.device(device)
+        self.models = models  # K fused models: tensors of the batch lead with a model axis of extent K
+        # vmap refuses saved-tensor hooks, so K > 1 ties a backward op to the forward op that produced the latest
+        # (in forward order) forward tensor it reads: op id -> (unit, module label) of forward ops.
+        self.attribute_backward_by_inputs = models > 1
+        self.forward_origin = {}
         self.cuda = self.device.type == "cuda"
         self.tensors = []  # dicts: id, name, bytes, kind, (free_after)
         self.ops = []  # dicts as written, plus private fields starting with '_'
@@ -363,7 +483,7 @@ class Recorder:
             return self.key_to_tid[key]
         tid = len(self.tensors)
         self.tensors.append({"id": tid, "name": name, "bytes": int(storage.nbytes()), "kind": kind,
-                             **tensor_layout(tensor, self.batch_extents, kind)})
+                             **tensor_layout(tensor, self.batch_extents, kind, models=self.models)})
         self.key_to_tid[key] = tid
         self.resident_refs.append(StorageWeakRef(storage))
         if kind == "weight":
@@ -429,6 +549,14 @@ class Recorder:
         self.unpack_detaches += 1
         return tensor
 
+    def attribute_backward(self, input_ids):
+        """Without saved-tensor hooks: the layer and module of a backward op are those of the latest forward op
+        whose output it reads (the forward tensors a backward op reads are the ones autograd saved)."""
+        origins = [self.producer[tid] for tid in input_ids if self.producer.get(tid) in self.forward_origin]
+        if origins:
+            self.saved_tids.update(tid for tid in input_ids if self.producer.get(tid) in self.forward_origin)
+            self.backward_unit, self.backward_module = self.forward_origin[max(origins)]
+
     def set_phase(self, phase):
         self.phase = phase
         if phase == "backward":
@@ -462,7 +590,8 @@ class Recorder:
             if grown > self.tensors[tid]["bytes"]:
                 self.tensors[tid]["bytes"] = grown  # resized in place: account the largest size
                 self.tensors[tid].update(
-                    tensor_layout(tensor, self.batch_extents, self.tensors[tid]["kind"], self.weight_shapes))
+                    tensor_layout(tensor, self.batch_extents, self.tensors[tid]["kind"], self.weight_shapes,
+                                  self.models))
         return tid
 
     def current_unit(self):
@@ -559,7 +688,7 @@ class RecordingMode(TorchDispatchMode):
             nbytes = int(storage.nbytes())
             rec.tensors.append({"id": tid, "name": f"{rec.op_label(func_name)}#{op_id}.out{len(output_ids)}",
                                 "bytes": nbytes, "kind": kind,
-                                **tensor_layout(tensor, rec.batch_extents, kind, rec.weight_shapes)})
+                                **tensor_layout(tensor, rec.batch_extents, kind, rec.weight_shapes, rec.models)})
             rec.key_to_tid[key] = tid
             rec.weakrefs[tid] = StorageWeakRef(storage)
             rec.producer[tid] = op_id
@@ -569,6 +698,8 @@ class RecordingMode(TorchDispatchMode):
             for tid in input_ids:
                 if rec.tensors[tid]["kind"] == "weight" and tid not in rec.weight_unit:
                     rec.weight_unit[tid] = rec.forward_unit
+        if rec.phase == "backward" and rec.attribute_backward_by_inputs:
+            rec.attribute_backward(input_ids)
         if rec.phase == "update":
             params = [rec.state_param.get(t, t) for t in input_ids]
             units = [rec.weight_unit[t] for t in params if t in rec.weight_unit]
@@ -599,6 +730,8 @@ class RecordingMode(TorchDispatchMode):
             rec.allocated_after_last_op = torch.cuda.memory_allocated(rec.device)
         else:
             op["time_s"] = elapsed
+        if rec.attribute_backward_by_inputs and rec.phase in ("forward", "loss"):
+            rec.forward_origin[op_id] = (op["_unit"], op["name"].rsplit(":", 1)[0])
         rec.ops.append(op)
         return out
 
@@ -611,16 +744,16 @@ def train_iteration(work, recorder=None):
     """zero_grad, forward, loss, backward, step. Locals die on return, as in a training loop."""
     work.optimizer.zero_grad(set_to_none=True)
     if recorder is None:
-        loss = work.loss_fn(work.model(work.inputs), work.target)
+        loss = work.loss()
         loss.backward()
         work.optimizer.step()
         return
-    with torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack):
+    # vmap (K > 1) refuses saved-tensor hooks: the recorder then attributes backward ops by the tensors they read.
+    hooks = (contextlib.nullcontext() if recorder.attribute_backward_by_inputs else
+             torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack))
+    with hooks:
         recorder.set_phase("forward")
-        output = work.model(work.inputs)
-        recorder.set_phase("loss")
-        loss = work.loss_fn(output, work.target)
-    del output
+        loss = work.loss(recorder)
     recorder.set_phase("backward")
     loss.backward()
     del loss
@@ -699,20 +832,23 @@ def record(work, device, warmup=1, repeat=3):
         measured["allocator_peak_above_start_bytes"] = cpu_allocator_peak(work)
 
     units = layer_units(work.model)
-    recorder = Recorder(device, units)
-    recorder.batch_extents = {int(work.inputs.shape[0])}
-    if not work.inputs.is_floating_point() and work.inputs.dim() == 2:  # token ids [batch, seq]
-        recorder.batch_extents.add(int(work.inputs.shape[0] * work.inputs.shape[1]))
+    recorder = Recorder(device, units, work.models)
+    per_model_inputs = work.inputs.shape[1:] if work.models > 1 else work.inputs.shape
+    recorder.batch_extents = {work.batch}
+    if not work.inputs.is_floating_point() and len(per_model_inputs) == 2:  # token ids [batch, seq]
+        recorder.batch_extents.add(int(per_model_inputs[0] * per_model_inputs[1]))
     work.optimizer.zero_grad(set_to_none=True)
     names = {}
-    for param in work.model.parameters():
+    for param in work.parameters():
         recorder.weight_shapes.update({tuple(param.shape), tuple(reversed(param.shape))})
-    for name, param in work.model.named_parameters():
+        if work.models > 1:  # a per-model weight gradient may come transposed behind the model axis
+            recorder.weight_shapes.add((param.shape[0], *reversed(param.shape[1:])))
+    for name, param in work.named_parameters():
         names[id(param)] = name
         recorder.register_resident(param, name, "weight")
-    for name, buffer in work.model.named_buffers():
+    for name, buffer in work.named_buffers():
         recorder.register_resident(buffer, f"buffer:{name}", "weight")
-    param_tids = {id(p): recorder.key_to_tid.get(storage_of(p)._cdata) for p in work.model.parameters()}
+    param_tids = {id(p): recorder.key_to_tid.get(storage_of(p)._cdata) for p in work.parameters()}
     for param, state in work.optimizer.state.items():
         for key, value in sorted(state.items()):
             if isinstance(value, torch.Tensor):
@@ -750,7 +886,7 @@ def finish_trace(work, recorder, device):
     ops = recorder.ops
     last_op = len(ops) - 1
     # Kinds: the parameters' .grad storages are weight gradients.
-    for param in work.model.parameters():
+    for param in work.parameters():
         if param.grad is not None and recorder.on_device(param.grad):
             tid = recorder.key_to_tid.get(storage_of(param.grad)._cdata)
             if tid is not None and recorder.tensors[tid]["kind"] == "gradient":
@@ -789,23 +925,28 @@ def finish_trace(work, recorder, device):
             if key in op:
                 entry[key] = op[key]
         ordered_ops.append(entry)
-    dtype = str(next(work.model.parameters()).dtype).replace("torch.", "")
+    dtype = str(work.parameters()[0].dtype).replace("torch.", "")
     dtype = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)
+    notes = "layers: " + "; ".join(f"{layer}={'+'.join(names)}" for layer, names in sorted(layer_names.items()))
+    if work.models > 1:
+        notes = (f"fused {work.models} models with torch.func.vmap: every tensor of the batch is [K={work.models}, "
+                 f"batch, ...] (batch_axis is the per-model batch axis), weights, weight gradients and optimizer "
+                 f"state are stacked [K, ...]; " + notes)
     trace = {
         "format": "memsim-trace",
         "version": 1,
-        "name": f"{work.name}-b{work.inputs.shape[0]}",
+        "name": f"{work.name}-b{work.batch}" + (f"-k{work.models}" if work.models > 1 else ""),
         "source": {
             "tool": f"{TOOL_NAME} v{TOOL_VERSION} (torch {torch.__version__})",
             "device": device_description(device),
             "dtype": dtype,
-            "batch": int(work.inputs.shape[0]),
+            "batch": work.batch,
             "date": datetime.date.today().isoformat(),
             "model": work.description,
         },
         "tensors": recorder.tensors,
         "ops": ordered_ops,
-        "notes": "layers: " + "; ".join(f"{layer}={'+'.join(names)}" for layer, names in sorted(layer_names.items())),
+        "notes": notes,
     }
     return trace
 
@@ -1016,6 +1157,8 @@ def parse_args(argv):
     parser.add_argument("--vocab", type=int)
     parser.add_argument("--seq-len", type=int)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--models", type=int, default=1, help="K: record K copies of the model fused with vmap "
+                        "(stacked parameters, data [K, batch, ...]; model i seeded seed + i); 1: no fusion")
     parser.add_argument("--date", help="source.date (default: today)")
     parser.add_argument("--device-model", help="source.device: the GPU model of the machine preset this device is "
                         "(e.g. H100-80GB-SXM), so memsim uses the measured times there; the full name goes to "
@@ -1029,7 +1172,9 @@ def main(argv=None):
     device = args.device
     if torch.device(device).type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("memsim_export: --device cuda but torch sees no GPU")
-    work = build_workload(args, device)
+    if args.models < 1:
+        raise SystemExit("memsim_export: --models must be at least 1")
+    work = build_workload(args, device) if args.models == 1 else build_fused_workload(args, device)
     warmup = args.warmup if args.warmup is not None else (2 if torch.device(device).type == "cuda" else 1)
     trace, report = record(work, device, warmup=warmup, repeat=args.repeat)
     if args.date:

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Record vmap-fused k-model iterations (μ-TWO's profiling, `memsim_export.py --models K`) in one process.
+
+    python3 traces/tools/record_fused_traces.py --device cuda --tag h100 --device-model H100-80GB-SXM \
+        --out-dir OUT --date 2026-11-26 --budget-s 180
+
+For each model (bert at batch 16, seq 512; gpt at batch 8, seq 1024; resnet101 at batch 48: μ-TWO's Table 1
+batches) and each K of --models-list, writes OUT/<model>-b<batch>-k<K>-<tag>.trace.json.gz with plain SGD
+(momentum 0.9, spec A17) and prints the exporter's comparison plus one `REPORT {json}` line. A K that runs out of
+memory skips the larger K of that model; any other failure is printed (FAILED) and the next recording starts.
+`--tiny` runs the same code on small shapes (CPU checks of this script).
+"""
+
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+import memsim_export  # noqa: E402
+from record_shipped_traces import TINY, environment, is_out_of_memory  # noqa: E402
+
+FUSED = [
+    ("bert", 16, []),  # seq 512
+    ("gpt", 8, []),  # seq 1024
+    ("resnet101", 48, []),
+]
+
+
+def record_fused(model, batch, models, extra, args):
+    argv = ["--model", model, "--batch", str(batch), "--device", args.device, "--out", "unused",
+            "--warmup", str(args.warmup), "--repeat", str(args.repeat), "--optimizer", "sgd",
+            "--models", str(models)] + extra
+    options = memsim_export.parse_args(argv)
+    if models == 1:
+        work = memsim_export.build_workload(options, args.device)
+    else:
+        work = memsim_export.build_fused_workload(options, args.device)
+    try:
+        return memsim_export.record(work, args.device, warmup=args.warmup, repeat=args.repeat)
+    finally:
+        del work
+        gc.collect()
+        if torch.device(args.device).type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--tag", default="h100", help="device tag in the file names")
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--date", default=None)
+    parser.add_argument("--device-model", default=None, help="source.device, e.g. H100-80GB-SXM (see memsim_export)")
+    parser.add_argument("--only", default="", help="comma-separated model names")
+    parser.add_argument("--models-list", default="1,2,3,4,5,6,7,8", help="comma-separated K (fused models)")
+    parser.add_argument("--tiny", action="store_true", help="small shapes, for a CPU check of this script")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--budget-s", type=float, default=1e9, help="start no recording after this many seconds")
+    args = parser.parse_args()
+    counts = sorted({int(k) for k in args.models_list.split(",") if k})
+    if not counts or counts[0] < 1:
+        parser.error("--models-list: each K must be at least 1")
+    os.makedirs(args.out_dir, exist_ok=True)
+    for line in environment(args.device):
+        print(line, flush=True)
+    begin = time.time()
+    wanted = [m for m in args.only.split(",") if m]
+    for model, batch, extra in FUSED:
+        if wanted and model not in wanted:
+            continue
+        if args.tiny:
+            batch, extra = TINY[model]
+        for models in counts:
+            label = f"{model} b{batch} k{models}"
+            if time.time() - begin > args.budget_s:
+                print(f"SKIPPED {label}: time budget spent", flush=True)
+                continue
+            started = time.time()
+            trace = None
+            out_of_memory = False
+            try:
+                trace, report = record_fused(model, batch, models, extra, args)
+            except Exception as error:  # one recording failing must not lose the others
+                out_of_memory = is_out_of_memory(error)
+                if out_of_memory:
+                    print(f"OOM {label}: skipping K >= {models} of {model}", flush=True)
+                else:
+                    print(f"FAILED {label}: {type(error).__name__}: {str(error)[:400]}", flush=True)
+            if trace is None:
+                # Here the exception (and the frames holding the failed recording's tensors) is gone.
+                gc.collect()
+                if torch.device(args.device).type == "cuda":
+                    torch.cuda.empty_cache()
+                if out_of_memory:
+                    break
+                continue
+            if args.date:
+                trace["source"]["date"] = args.date
+            memsim_export.set_device_model(trace, args.device_model)
+            memsim_export.round_times(trace)
+            trace["notes"] += memsim_export.check_note(report)
+            path = os.path.join(args.out_dir, f"{model}-b{batch}-k{models}-{args.tag}.trace.json.gz")
+            memsim_export.write_trace(trace, path)
+            print(memsim_export.format_report(report), flush=True)
+            print(f"wrote {path} ({os.path.getsize(path)} bytes) in {time.time() - started:.1f} s", flush=True)
+            slim = {k: v for k, v in report.items() if k != "iteration_times_s"}
+            slim.update({"file": os.path.basename(path), "batch": batch, "models": models,
+                         "elapsed_s": round(time.time() - started, 1)})
+            print("REPORT " + json.dumps(slim, sort_keys=True), flush=True)
+    print(f"total {time.time() - begin:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
