@@ -205,7 +205,8 @@ class FusedWorkload(Workload):
         target = torch.stack([work.target for work in singles])
         self.models = len(singles)
         description = (f"fused {self.models} models with torch.func.vmap (stack_module_state + functional_call, "
-                       f"per-model batch {first.batch}, data [K, batch, ...]): {first.description}")
+                       f"per-model batch {first.batch}, data [K, batch, ...]; attention, if any, through the math SDPA "
+                       f"backend): {first.description}")
         super().__init__(first.name, base, inputs, target, first.loss_fn, None, description)
         self.stacked_params = params
         self.stacked_buffers = buffers
@@ -230,9 +231,22 @@ class FusedWorkload(Workload):
             return self.loss_fn(output, target)
 
         # randomness="different": each model draws its own dropout masks.
-        losses = self.vmap(one_model, randomness="different")(self.stacked_params, self.stacked_buffers, self.inputs,
-                                                              self.target)
+        with math_attention():
+            losses = self.vmap(one_model, randomness="different")(self.stacked_params, self.stacked_buffers,
+                                                                  self.inputs, self.target)
         return losses.sum()
+
+
+def math_attention():
+    """Attention through the math SDPA backend (matmul + softmax) while vmap runs: on torch 2.11 with CUDA the
+    memory-efficient kernel's backward refuses the layout vmap hands it ("LSE is not correctly aligned (strideH)",
+    BERT and GPT at K = 2 on an H200, 2026-11-26). The backward follows the forward's choice, so the forward is
+    enough. A no-op on a torch without backend selection (1.13)."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return contextlib.nullcontext()
+    return sdpa_kernel([SDPBackend.MATH])
 
 
 def make_optimizer(kind, params):
