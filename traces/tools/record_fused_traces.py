@@ -13,7 +13,6 @@ memory skips the larger K of that model; any other failure is printed (FAILED) a
 
 import argparse
 import gc
-import json
 import os
 import sys
 import time
@@ -23,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import memsim_export  # noqa: E402
-from record_shipped_traces import TINY, environment, is_out_of_memory  # noqa: E402
+from record_shipped_traces import TINY, environment, is_out_of_memory, save_recording  # noqa: E402
 
 FUSED = [
     ("bert", 16, []),  # seq 512
@@ -101,19 +100,9 @@ def main():
                 if out_of_memory:
                     break
                 continue
-            if args.date:
-                trace["source"]["date"] = args.date
-            memsim_export.set_device_model(trace, args.device_model)
-            memsim_export.round_times(trace)
-            trace["notes"] += memsim_export.check_note(report)
-            path = os.path.join(args.out_dir, f"{model}-b{batch}-k{models}-{args.tag}.trace.json.gz")
-            memsim_export.write_trace(trace, path)
-            print(memsim_export.format_report(report), flush=True)
-            print(f"wrote {path} ({os.path.getsize(path)} bytes) in {time.time() - started:.1f} s", flush=True)
-            slim = {k: v for k, v in report.items() if k != "iteration_times_s"}
-            slim.update({"file": os.path.basename(path), "batch": batch, "models": models,
-                         "elapsed_s": round(time.time() - started, 1)})
-            print("REPORT " + json.dumps(slim, sort_keys=True), flush=True)
+            save_recording(trace, report,
+                           os.path.join(args.out_dir, f"{model}-b{batch}-k{models}-{args.tag}.trace.json.gz"), args,
+                           started, {"batch": batch, "models": models, "elapsed_s": round(time.time() - started, 1)})
     print(f"total {time.time() - begin:.1f} s", flush=True)
 
 

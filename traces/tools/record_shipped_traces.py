@@ -85,6 +85,23 @@ def record_one(model, batch, extra, args):
     return trace, report
 
 
+def save_recording(trace, report, path, args, started, extra):
+    """Date, device model, rounded times and the exporter's check into the trace; write it; print the report and
+    one `REPORT {json}` line (the report without per-iteration times, plus the file name and `extra`)."""
+    if args.date:
+        trace["source"]["date"] = args.date
+    memsim_export.set_device_model(trace, args.device_model)
+    memsim_export.round_times(trace)
+    trace["notes"] += memsim_export.check_note(report)
+    memsim_export.write_trace(trace, path)
+    print(memsim_export.format_report(report), flush=True)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes) in {time.time() - started:.1f} s", flush=True)
+    slim = {k: v for k, v in report.items() if k != "iteration_times_s"}
+    slim["file"] = os.path.basename(path)
+    slim.update(extra)
+    print("REPORT " + json.dumps(slim, sort_keys=True), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda")
@@ -141,19 +158,8 @@ def main():
                 break
         if trace is None:
             continue
-        if args.date:
-            trace["source"]["date"] = args.date
-        memsim_export.set_device_model(trace, args.device_model)
-        memsim_export.round_times(trace)
-        trace["notes"] += memsim_export.check_note(report)
-        path = os.path.join(args.out_dir, f"{model}-b{batch}-{args.tag}.trace.json.gz")
-        memsim_export.write_trace(trace, path)
-        print(memsim_export.format_report(report), flush=True)
-        print(f"wrote {path} ({os.path.getsize(path)} bytes) in {time.time() - started:.1f} s", flush=True)
-        slim = {k: v for k, v in report.items() if k != "iteration_times_s"}
-        slim["file"] = os.path.basename(path)
-        slim["batch"] = batch
-        print("REPORT " + json.dumps(slim, sort_keys=True), flush=True)
+        save_recording(trace, report, os.path.join(args.out_dir, f"{model}-b{batch}-{args.tag}.trace.json.gz"), args,
+                       started, {"batch": batch})
     print(f"total {time.time() - begin:.1f} s", flush=True)
 
 
