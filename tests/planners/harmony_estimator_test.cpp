@@ -1,4 +1,6 @@
 // Harmony's runtime estimator against event timelines worked out by hand on a 3-layer profile, both modes.
+#include "harmony_test_profile.hpp"
+
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/estimator.hpp"
 
@@ -9,28 +11,7 @@
 namespace memsim::harmony {
 namespace {
 
-// Layers 0, 1, 2 (2 = the loss), profiled at u = 1 only.
-// Forward times 1, 2, 1 s; backward (recompute + backward) 3, 5, 2 s; W = 2, 1, 0 bytes; X = 1, 2, 1 bytes;
-// CPU update 0.25, 0.5, 0.25 s.
-LayerProfile tiny_profile()
-{
-  LayerProfile profile;
-  profile.model = "tiny";
-  profile.sampled_forward = {1};
-  profile.sampled_backward = {1};
-  const std::uint64_t weights[] = {2, 1, 0};
-  const double updates[] = {0.25, 0.5, 0.25};
-  for (std::size_t l = 0; l < 3; ++l)
-    profile.layers.push_back({"layer" + std::to_string(l), weights[l], 0, 0, updates[l], 0});
-  ProfiledMicrobatch sample;
-  sample.forward_time_s = {1, 2, 1};
-  sample.backward_time_s = {3, 5, 2};
-  sample.forward_peak_bytes = {10, 10, 10};
-  sample.backward_peak_bytes = {20, 20, 20};
-  sample.input_bytes = {1, 2, 1};
-  profile.microbatches.emplace(1, sample);
-  return profile;
-}
+LayerProfile tiny_profile() { return test::tiny_harmony_profile({0.25, 0.5, 0.25}); }
 
 // Unit bandwidths per GPU with N = 2: swaps 1 B/s, p2p 1 B/s, host messages 1 B/s (twice the bytes); time_del 0.5 s.
 EstimatorSettings unit_settings() { return {2.0, 1.0, 2.0, 0.5}; }

@@ -1,4 +1,6 @@
 // Harmony's configuration search and balanced-time packing on a 3-layer profile, worked out by hand.
+#include "harmony_test_profile.hpp"
+
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/search.hpp"
 
@@ -7,26 +9,7 @@
 namespace memsim::harmony {
 namespace {
 
-// Layers 0, 1, 2 (2 = the loss) at u = 1: forward 1, 2, 1 s; backward 3, 5, 2 s; peaks 10 (forward) and 20
-// (backward) bytes each; X = 1, 2, 1 bytes; W = 2, 1, 0 bytes.
-LayerProfile tiny_profile()
-{
-  LayerProfile profile;
-  profile.model = "tiny";
-  profile.sampled_forward = {1};
-  profile.sampled_backward = {1};
-  const std::uint64_t weights[] = {2, 1, 0};
-  for (std::size_t l = 0; l < 3; ++l)
-    profile.layers.push_back({"layer" + std::to_string(l), weights[l], 0, 0, 0.25, 0});
-  ProfiledMicrobatch sample;
-  sample.forward_time_s = {1, 2, 1};
-  sample.backward_time_s = {3, 5, 2};
-  sample.forward_peak_bytes = {10, 10, 10};
-  sample.backward_peak_bytes = {20, 20, 20};
-  sample.input_bytes = {1, 2, 1};
-  profile.microbatches.emplace(1, sample);
-  return profile;
-}
+LayerProfile tiny_profile() { return test::tiny_harmony_profile({0.25, 0.25, 0.25}); }
 
 TEST(HarmonySearch, BalancedTimePacksCutWhereTheRunningTimeReachesEachShare)
 {

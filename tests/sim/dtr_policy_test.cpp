@@ -3,6 +3,8 @@
 // (the inputs of the step that asks, constants). Every case runs on the fast engine in-process and on SimGrid in a
 // forked child, and the realized plan replays the same run.
 #include "simulate_in_child.hpp"
+#include "test_machines.hpp"
+#include "test_traces.hpp"
 
 #include "memsim/planners/plan.hpp"
 #include "memsim/sim/simulator.hpp"
@@ -18,51 +20,14 @@
 namespace memsim {
 namespace {
 
+using test::hand_trace;
+using test::HandOp;
+using test::one_gpu_machine;
+
 using ::testing::ElementsAre;
 
 constexpr std::uint64_t kMB = 1000000;
 constexpr double kMs = 0.001;
-
-Machine one_gpu_machine()
-{
-  Machine machine;
-  machine.name = "one-gpu";
-  machine.gpus = {Gpu{"gpu0", "test-gpu", 16ull << 30, {{"fp32", 10e12}}, 900e9, 0.0}};
-  machine.host.memory = 256ull << 30;
-  machine.links = {Link{"pcie", "gpu0", "host", 1e9, 0, Duplex::split}};
-  return machine;
-}
-
-struct HandOp {
-  std::vector<TensorId> inputs;
-  std::vector<TensorId> outputs;
-  double time_ms = 1;
-};
-
-// Tensor 0 is x (an input, 1 MB, never evictable); tensor i > 0 is a{i-1} of sizes[i-1] bytes.
-Trace hand_trace(const std::vector<std::uint64_t>& sizes, const std::vector<HandOp>& ops)
-{
-  Trace trace;
-  trace.name = "hand";
-  trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
-  trace.tensors.push_back(Tensor{0, "x", kMB, TensorKind::input, {}, {}, {}});
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    trace.tensors.push_back(
-        Tensor{static_cast<TensorId>(i + 1), fmt::format("a{}", i), sizes[i], TensorKind::activation, {}, {}, {}});
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    Op op;
-    op.id = static_cast<OpId>(i);
-    op.name = fmt::format("f{}", i);
-    op.type = "linear";
-    op.layer = static_cast<int>(i);
-    op.inputs = ops[i].inputs;
-    op.outputs = ops[i].outputs;
-    op.time_s = ops[i].time_ms * kMs;
-    trace.ops.push_back(op);
-  }
-  validate_trace(trace, trace.name);
-  return trace;
-}
 
 // Every op in order; `frees_after[k]` lists the tensors the framework releases after op k (simrd's eager eviction).
 Plan in_order(const Trace& trace, std::uint64_t budget, const std::string& heuristic,

@@ -3,9 +3,12 @@
 // without a policy must give the same run, and the online planner that returns it. Every scenario runs on the fast
 // engine in-process and on SimGrid in a forked child (one SimGrid engine per process).
 #include "simulate_in_child.hpp"
+#include "test_machines.hpp"
+#include "test_traces.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/policy_registry.hpp"
+
 #include "memsim/planners/plan.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/memory_policy.hpp"
@@ -23,6 +26,10 @@
 
 namespace memsim {
 namespace {
+
+using test::hand_trace;
+using test::HandOp;
+using test::one_gpu_machine;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -64,44 +71,6 @@ private:
 
 MEMSIM_REGISTER_POLICY(test_drop_and_recompute, "test-drop-and-recompute", "tests only: evict LRU, recompute",
                        [] { return std::make_unique<DropAndRecompute>(); });
-
-// One GPU with a direct 1 GB/s link to the host: 1 MB moves in exactly 1 ms.
-Machine one_gpu_machine(double bandwidth = 1e9)
-{
-  Machine machine;
-  machine.name = "one-gpu";
-  machine.gpus = {Gpu{"gpu0", "test-gpu", 16ull << 30, {{"fp32", 10e12}}, 900e9, 0.0}};
-  machine.host.memory = 256ull << 30;
-  machine.links = {Link{"pcie", "gpu0", "host", bandwidth, 0, Duplex::split}};
-  return machine;
-}
-
-// Tensors: x (input) and then `activations` 1 MB each unless `sizes` says otherwise; ops of 1 ms given as
-// (inputs, outputs).
-Trace hand_trace(const std::vector<std::uint64_t>& sizes,
-                 const std::vector<std::pair<std::vector<TensorId>, std::vector<TensorId>>>& ops)
-{
-  Trace trace;
-  trace.name = "hand";
-  trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
-  trace.tensors.push_back(Tensor{0, "x", kMB, TensorKind::input, {}, {}, {}});
-  for (std::size_t i = 0; i < sizes.size(); ++i)
-    trace.tensors.push_back(
-        Tensor{static_cast<TensorId>(i + 1), fmt::format("a{}", i), sizes[i], TensorKind::activation, {}, {}, {}});
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    Op op;
-    op.id = static_cast<OpId>(i);
-    op.name = fmt::format("f{}", i);
-    op.type = "linear";
-    op.layer = static_cast<int>(i);
-    op.inputs = ops[i].first;
-    op.outputs = ops[i].second;
-    op.time_s = 0.001;
-    trace.ops.push_back(op);
-  }
-  validate_trace(trace, trace.name);
-  return trace;
-}
 
 Plan all_ops_in_order(const Trace& trace, std::uint64_t budget, std::optional<PolicyChoice> policy)
 {
@@ -273,7 +242,7 @@ TEST_P(MemoryPolicyOnEngine, TheRealizedPlanIsMemorySafeUnderOtherTimings)
       run(GetParam(), trace, one_gpu_machine(), all_ops_in_order(trace, 5 * kMB, PolicyChoice{"lru-swap", {}}));
   ASSERT_TRUE(live.realized_plan);
   for (double bandwidth : {1e8, 1e10}) {
-    const RunResult other = run(GetParam(), trace, one_gpu_machine(bandwidth), *live.realized_plan);
+    const RunResult other = run(GetParam(), trace, one_gpu_machine(1ull << 34, bandwidth), *live.realized_plan);
     EXPECT_TRUE(other.metrics.feasible) << (other.error ? other.error->message : "");
     EXPECT_EQ(other.metrics.d2h_bytes, 4 * kMB);
     EXPECT_LE(other.metrics.peak_device_bytes, 5 * kMB);

@@ -1,6 +1,8 @@
 #pragma once
 // What planner tests share: a one-GPU machine with a 1 GB/s host link (1 MB moves in 1 ms), a planner run that also
 // validates its plan, and generated traces timed by a fixed test roofline.
+#include "test_machines.hpp"
+
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/traces/generator_registry.hpp"
@@ -12,16 +14,6 @@
 #include <string>
 
 namespace memsim::test {
-
-inline Machine one_gpu_machine(std::uint64_t memory = 1ull << 34)
-{
-  Machine machine;
-  machine.name = "one-gpu";
-  machine.gpus.push_back(Gpu{"gpu0", "test-gpu", memory, {{"fp32", 10e12}}, 1e12, 0});
-  machine.host.memory = 1ull << 36;
-  machine.links.push_back(Link{"gpu0-host", "gpu0", "host", 1e9, 0, Duplex::split});
-  return machine;
-}
 
 inline Plan plan_with(const std::string& planner, const Trace& trace, std::uint64_t budget, nlohmann::json params = {})
 {

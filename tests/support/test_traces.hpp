@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <vector>
 
 namespace memsim::test {
 
@@ -57,6 +58,39 @@ inline Trace make_chain(int layers, std::uint64_t activation_bytes, double forwa
     op(fmt::format("b{}", l), type + "_backward", Phase::backward, l,
        {grad, acts[static_cast<std::size_t>(l)], weights[static_cast<std::size_t>(l)]}, outs, 2 * forward_s);
     grad = next_grad;
+  }
+  validate_trace(trace, trace.name);
+  return trace;
+}
+
+// A hand-made graph for policy tests: tensor 0 is x (an input, 1 MB), tensor i > 0 is activation a{i-1} of
+// sizes[i-1] bytes; op i ("f{i}", a `linear` of layer i) reads and writes the given tensors in `time_ms`.
+struct HandOp {
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  double time_ms = 1;
+};
+
+inline Trace hand_trace(const std::vector<std::uint64_t>& sizes, const std::vector<HandOp>& ops)
+{
+  constexpr std::uint64_t kInputBytes = 1000000;
+  Trace trace;
+  trace.name = "hand";
+  trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
+  trace.tensors.push_back(Tensor{0, "x", kInputBytes, TensorKind::input, {}, {}, {}});
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    trace.tensors.push_back(
+        Tensor{static_cast<TensorId>(i + 1), fmt::format("a{}", i), sizes[i], TensorKind::activation, {}, {}, {}});
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    Op op;
+    op.id = static_cast<OpId>(i);
+    op.name = fmt::format("f{}", i);
+    op.type = "linear";
+    op.layer = static_cast<int>(i);
+    op.inputs = ops[i].inputs;
+    op.outputs = ops[i].outputs;
+    op.time_s = ops[i].time_ms * 0.001;
+    trace.ops.push_back(op);
   }
   validate_trace(trace, trace.name);
   return trace;
