@@ -37,10 +37,10 @@ TEST(HarmonyPresets, SizesAndHostMemory)
     std::uint64_t gpu_memory;
     std::uint64_t host_memory;
   };
-  for (const Expected& expected : {Expected{"4x1080ti-pcie-tree", 4, 11 * kGiB, 375'000'000'000ull},
-                                   Expected{"4x1080ti-pcie-1switch", 4, 11 * kGiB, 375'000'000'000ull},
-                                   Expected{"8x1080ti-pcie-tree", 8, 11 * kGiB, 750'000'000'000ull},
-                                   Expected{"dgx2", 16, 32 * kGiB, 1'500'000'000'000ull}}) {
+  for (const Expected& expected :
+       {Expected{"4x1080ti-pcie-tree", 4, 11 * kGiB, 375 * kGiB},
+        Expected{"4x1080ti-pcie-1switch", 4, 11 * kGiB, 375 * kGiB},
+        Expected{"8x1080ti-pcie-tree", 8, 11 * kGiB, 750 * kGiB}, Expected{"dgx2", 16, 32 * kGiB, 1536 * kGiB}}) {
     const Machine machine = preset(expected.name);
     ASSERT_EQ(machine.gpus.size(), expected.gpus) << expected.name;
     for (const Gpu& gpu : machine.gpus)
