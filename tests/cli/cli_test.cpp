@@ -237,6 +237,16 @@ TEST(Cli, ImportersListsTheirOptions)
   EXPECT_THAT(result.output, HasSubstr("    --profile <string>  default \"\": Chrome/Kineto"));
 }
 
+TEST(Cli, MachinesListsThePresetsWithGpusAndHostMemory)
+{
+  const auto result = run_command(kMemsim + " machines");
+  ASSERT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.output,
+              HasSubstr("4x1080ti-pcie-1switch     4 x GTX1080Ti-11GB (11.00GiB), host 375.00GiB, 1 switches"));
+  EXPECT_THAT(result.output,
+              HasSubstr("dgx2                     16 x V100-SXM3-32GB (32.00GiB), host 1.50TiB, 15 switches"));
+}
+
 TEST(Cli, PoliciesListsLruSwapWithItsParameter)
 {
   const auto result = run_command(kMemsim + " policies");
@@ -354,8 +364,8 @@ TEST(Cli, GenChecksTypesAndRangesOfItsOptions)
 
 TEST(Cli, EveryCommandHasHelp)
 {
-  for (const char* command : {"", "simulate", "plan", "planners", "policies", "generators", "importers", "gen",
-                              "gen cnn", "gen transformer", "run", "import", "import dtr", "import checkmate"}) {
+  for (const char* command : {"", "simulate", "plan", "planners", "policies", "generators", "importers", "machines",
+                              "gen", "gen cnn", "gen transformer", "run", "import", "import dtr", "import checkmate"}) {
     std::string line = kMemsim; // built with += : g++ 12's -Wrestrict misfires on a + chain here
     line += ' ';
     line += command;

@@ -1,15 +1,21 @@
 // memsim planners | policies | generators | importers: every registered component with its description and its
-// typed parameters (default, range or choices), read from the one registry of each kind.
+// typed parameters (default, range or choices), read from the one registry of each kind. memsim machines: the machine
+// presets with their GPUs, host memory and topology size.
 #include "commands.hpp"
 
 #include "memsim/common/policy_registry.hpp"
+#include "memsim/common/units.hpp"
+#include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/traces/generator_registry.hpp"
 #include "memsim/traces/importer_registry.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string_view>
+#include <vector>
 
 namespace memsim::cli {
 namespace {
@@ -54,6 +60,24 @@ void add_list_command(CLI::App& app, const char* name, const char* description, 
   command->callback([&registry, name, syntax] { print_components(registry, name, syntax); });
 }
 
+// One line per preset, in name order: GPUs (count, model, memory), host memory, switches and links.
+void print_machines()
+{
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(default_presets_dir()))
+    if (entry.path().extension() == ".yaml")
+      files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    const Machine machine = load_machine(file);
+    const Gpu& gpu = machine.gpus.front();
+    fmt::print("{:<24} {:>2} x {} ({}), host {}, {} switches, {} links\n", file.stem().string(), machine.gpus.size(),
+               gpu.model, units::format_bytes(static_cast<double>(gpu.memory)),
+               units::format_bytes(static_cast<double>(machine.host.memory)), machine.switches.size(),
+               machine.links.size());
+  }
+}
+
 } // namespace
 
 void add_list_commands(CLI::App& app, Context&)
@@ -66,6 +90,8 @@ void add_list_commands(CLI::App& app, Context&)
                    generator_registry(), ParamSyntax::option_and_key);
   add_list_command(app, "importers", "List the trace importers (memsim import), their parameters and ranges",
                    importer_registry(), ParamSyntax::option);
+  app.add_subcommand("machines", "List the machine presets (configs/machines): GPUs, host memory, topology size")
+      ->callback(print_machines);
 }
 
 } // namespace memsim::cli
