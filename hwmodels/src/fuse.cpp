@@ -78,10 +78,7 @@ const ParamList<FuseSpec>& fuse_params()
   static const ParamList<FuseSpec> params{
       param("models", &FuseSpec::models, "models fused into one (K; 1 gives the trace back unchanged)",
             {.min = 1, .max = kMaxModels}),
-      param("fusion", &FuseSpec::fusion,
-            "efficiency: each op at K x its work on the recording GPU's efficiency curve; batch-proxy: each op as "
-            "in the trace rescaled to batch K*b, update ops K x; measured: the recorded fused trace from --measured "
-            "(replaces the trace: vmap adds ops)",
+      param("fusion", &FuseSpec::fusion, "how the fused ops are timed (memsim gen fuse --help)",
             {.choices = {"efficiency", "batch-proxy", "measured"}}),
       param("measured", &FuseSpec::measured,
             "directory of recorded fused traces <model>-b<batch>-k<K>-<tag>.trace.json[.gz] (fusion measured)"),

@@ -37,12 +37,14 @@ std::optional<Gpu> recording_gpu_of(const std::string& machine_name, const Trace
 void add_gen_fuse_command(CLI::App* gen)
 {
   CLI::App* command = gen->add_subcommand(
-      "fuse", "K copies of a trace's model fused horizontally (μ-TWO/HFTA): every tensor's bytes x K (shapes get a "
-              "leading model axis), ops' flops, bytes and workspace x K, op count unchanged; K = 1 gives the trace "
-              "back. Times by --fusion: efficiency (default) = each op at K x its work on the recording GPU's "
-              "efficiency curve (traces/src/RESCALING.md); batch-proxy = each op's time in the trace rescaled to "
-              "batch K*b, update ops K x; measured = the recorded vmap-fused trace of K models from --measured, "
-              "which replaces the trace (vmap adds ops)");
+      "fuse", "K copies of a trace's model fused horizontally (μ-TWO/HFTA; K = 1 gives the trace back unchanged).\n"
+              "Every tensor's bytes x K (shapes get a leading model axis), op flops, bytes and workspace x K, the same "
+              "ops. --fusion times the fused ops:\n"
+              "  efficiency (default): each op at K x its work on the recording GPU's efficiency curve "
+              "(traces/src/RESCALING.md)\n"
+              "  batch-proxy: each op as in the trace rescaled to batch K*b (memsim trace rescale), update ops K x\n"
+              "  measured: the recorded vmap-fused trace of K models in --measured; it replaces the trace (vmap adds "
+              "ops)");
   auto files = std::make_shared<FuseFiles>();
   command->add_option("--trace", files->trace, "the single-model trace (.trace.json or .trace.json.gz)")->required();
   command->add_option("--out", files->out, "trace to write (.trace.json, or .trace.json.gz to compress)")->required();
