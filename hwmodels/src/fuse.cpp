@@ -139,6 +139,7 @@ Trace fuse_trace(const Trace& trace, int models, FusionModel model, const std::o
       op.time_s = op.phase == Phase::update ? k * trace.ops[i].time_s : at_batch.ops[i].time_s;
     }
   }
+  time_derived_ops(fused.ops); // their placeholders follow the fused sources (what summaries show)
   validate_trace(fused, source_name);
   return fused;
 }

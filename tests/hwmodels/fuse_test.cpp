@@ -144,6 +144,28 @@ TEST(Fuse, EfficiencyTimesAreTheCostModelsFusedDerivedOps)
   }
 }
 
+TEST(Fuse, DerivedOpsStayDerivedFromTheirFusedSource)
+{
+  Trace trace = batch8_trace();
+  Op micro = trace.ops[0];
+  micro.id = 3;
+  micro.name = "fc:mm.part0";
+  micro.inputs.clear();
+  micro.outputs.clear();
+  micro.has_time = false;
+  micro.split_of = SplitOf{0, 0, 2, "batch"};
+  trace.ops.push_back(micro);
+  time_derived_ops(trace.ops);
+  const Trace fused = fuse_trace(trace, 4, FusionModel::efficiency, src_gpu(), "hand");
+  EXPECT_FALSE(fused.ops[3].has_time);
+  EXPECT_EQ(fused.ops[3].split_of->op, 0);
+  EXPECT_DOUBLE_EQ(fused.ops[3].time_s, fused.ops[0].time_s / 2); // the placeholder of the fused source
+  Machine machine;
+  machine.gpus.push_back(src_gpu());
+  const CostModel cost(fused, machine); // half of the fused GEMM's 4e10 flops on the curve
+  EXPECT_DOUBLE_EQ(cost.kernel_time(fused.ops[3], src_gpu()), fused.ops[0].time_s * (2e10 + 1e10) / (4e10 + 1e10));
+}
+
 TEST(Fuse, BatchProxyTimesAreTheRescaledTraceAndUpdatesKTimes)
 {
   const Trace trace = batch8_trace();
