@@ -195,6 +195,31 @@ TEST(Cli, GenIsDeterministic)
   EXPECT_EQ(nlohmann::json::parse(read_file(scratch / "a.json"))["format"], "memsim-trace");
 }
 
+// memsim gen fuse end to end: K = 1 writes the generated trace back byte for byte; K = 3 triples every tensor.
+TEST(Cli, GenFuseIsTheIdentityAtOneModelAndTriplesBytesAtThree)
+{
+  ScratchDir scratch;
+  ASSERT_EQ(run_command(kMemsim + " gen transformer --layers 2 --hidden 64 --heads 4 --seq 16 --batch 2 --machine " +
+                        quoted(kGood / "good.machine.yaml") + " --out " + quoted(scratch / "one.json"))
+                .exit_code,
+            0);
+  const std::string fuse = kMemsim + " gen fuse --trace " + quoted(scratch / "one.json");
+  ASSERT_EQ(run_command(fuse + " --models 1 --out " + quoted(scratch / "same.json")).exit_code, 0);
+  EXPECT_EQ(read_file(scratch / "same.json"), read_file(scratch / "one.json"));
+  for (const char* fusion : {"efficiency", "batch-proxy"}) {
+    const auto result =
+        run_command(fuse + " --models 3 --fusion " + fusion + " --out " + quoted(scratch / "three.json"));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    const nlohmann::json one = nlohmann::json::parse(read_file(scratch / "one.json"));
+    const nlohmann::json three = nlohmann::json::parse(read_file(scratch / "three.json"));
+    EXPECT_EQ(three["name"], one["name"].get<std::string>() + "-k3");
+    ASSERT_EQ(three["tensors"].size(), one["tensors"].size());
+    for (std::size_t i = 0; i < one["tensors"].size(); ++i)
+      EXPECT_EQ(three["tensors"][i]["bytes"].get<std::uint64_t>(), 3 * one["tensors"][i]["bytes"].get<std::uint64_t>());
+    EXPECT_EQ(three["ops"].size(), one["ops"].size());
+  }
+}
+
 TEST(Cli, PlannersListsTheBaselinesWithTheirParameters)
 {
   const auto result = run_command(kMemsim + " planners");
@@ -364,8 +389,9 @@ TEST(Cli, GenChecksTypesAndRangesOfItsOptions)
 
 TEST(Cli, EveryCommandHasHelp)
 {
-  for (const char* command : {"", "simulate", "plan", "planners", "policies", "generators", "importers", "machines",
-                              "gen", "gen cnn", "gen transformer", "run", "import", "import dtr", "import checkmate"}) {
+  for (const char* command :
+       {"", "simulate", "plan", "planners", "policies", "generators", "importers", "machines", "gen", "gen cnn",
+        "gen transformer", "gen fuse", "run", "import", "import dtr", "import checkmate"}) {
     std::string line = kMemsim; // built with += : g++ 12's -Wrestrict misfires on a + chain here
     line += ' ';
     line += command;

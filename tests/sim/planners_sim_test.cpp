@@ -4,6 +4,7 @@
 #include "test_traces.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/hwmodels/fuse.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/trace_analysis.hpp"
 #include "memsim/traces/generators.hpp"
@@ -84,6 +85,26 @@ TEST(PlannersSimulated, KeepAllMatchesTheDefaultProfileExactly)
     EXPECT_NEAR(result.metrics.iteration_time_s, trace.total_time_s(), 1e-9) << trace.name;
     EXPECT_NEAR(result.metrics.stall_time_s, 0.0, 1e-12);
     EXPECT_EQ(result.metrics.h2d_bytes + result.metrics.d2h_bytes, 0u);
+  }
+}
+
+// k fused models (memsim gen fuse): every tensor is k x, so keep-all's simulated peak is exactly k x the single
+// model's, and the run takes the fused trace's compute, no more than k x the single model's.
+TEST(PlannersSimulated, KeepAllOnFusedModelsPeaksAtKTimesTheSingleModel)
+{
+  const Machine machine = pcie_machine();
+  PlanRequest request;
+  for (const Trace& single : {test::make_chain(6, 1000000), small_cnn()}) {
+    const RunResult alone = simulate_in_child(single, machine, make_plan("keep-all", single, machine, request));
+    ASSERT_TRUE(alone.metrics.feasible);
+    for (int models : {2, 4}) {
+      const Trace fused = fuse_trace(single, models, FusionModel::efficiency, machine.gpus[0], single.name);
+      const RunResult result = simulate_in_child(fused, machine, make_plan("keep-all", fused, machine, request));
+      ASSERT_TRUE(result.metrics.feasible) << single.name << " x" << models;
+      EXPECT_EQ(result.metrics.peak_device_bytes, models * alone.metrics.peak_device_bytes) << single.name;
+      EXPECT_NEAR(result.metrics.iteration_time_s, fused.total_time_s(), 1e-9) << single.name;
+      EXPECT_LE(result.metrics.iteration_time_s, models * alone.metrics.iteration_time_s * (1 + 1e-12)) << single.name;
+    }
   }
 }
 

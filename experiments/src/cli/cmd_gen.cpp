@@ -94,6 +94,7 @@ void add_gen_command(CLI::App& app, Context&)
       write(trace, machine->out);
     });
   }
+  add_gen_fuse_command(gen);
 }
 
 } // namespace memsim::cli

@@ -18,6 +18,8 @@ void add_plan_command(CLI::App& app, Context& context);
 // memsim planners | policies | generators | importers: the registered components and their parameters.
 void add_list_commands(CLI::App& app, Context& context);
 void add_gen_command(CLI::App& app, Context& context);
+// memsim gen fuse (added by add_gen_command): not a registered generator, it transforms a trace.
+void add_gen_fuse_command(CLI::App* gen);
 void add_run_command(CLI::App& app, Context& context);
 // memsim merge OUT SHARD_DIR...: results.csv and plots from the folders of sharded runs.
 void add_merge_command(CLI::App& app, Context& context);
