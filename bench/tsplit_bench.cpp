@@ -1,8 +1,11 @@
 // memsim-tsplit-bench: the tsplit planner (issue 10, items 1 and 4) on the shipped traces, the model presets and a
 // generated trace of about 2,000 ops, at budgets from 0.3 to 1.0 of each keep-all peak, with and without split. Per
-// plan: planning wall time, whether the fast engine runs it within its budget, and the gap between the plan's
-// estimate and the simulated iteration time. Prints the worst gap and the slowest plan at the end. Not a test: run it
-// by hand (`build/release/bench/memsim-tsplit-bench`); ctest only checks that a small run goes through.
+// plan: planning wall time, whether the engine (`--engine fast`, or `simgrid`: the reference, one forked child per
+// plan) runs it within its budget, and the gap between the plan's estimate and the simulated iteration time. Prints
+// the worst gap and the slowest plan at the end. Not a test: run it by hand
+// (`build/release/bench/memsim-tsplit-bench`); ctest only checks that a small run goes through.
+#include "simulate_in_child.hpp"
+
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/hwmodels/roofline.hpp"
@@ -41,10 +44,14 @@ int run(int argc, char** argv)
   std::string machine_name = "h100-80gb-pcie5";
   std::vector<double> fractions{0.3, 0.4, 0.5, 0.7, 1.0};
   bool quick = false;
+  std::string engine = "fast";
   app.add_option("--data", data, "folder of shipped traces (empty: none)");
   app.add_option("--machine", machine_name, "machine preset or YAML file");
   app.add_option("--fractions", fractions, "budgets as fractions of each keep-all peak");
   app.add_flag("--quick", quick, "two small generated traces only (the ctest smoke run)");
+  app.add_option("--engine", engine, "the engine the estimate is compared with: fast, or simgrid (a child per plan)")
+      ->check(CLI::IsMember({"fast", "simgrid"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   const Machine machine =
       load_machine_or_preset(machine_name, std::filesystem::path(MEMSIM_SOURCE_DIR) / "configs" / "machines");
@@ -108,9 +115,11 @@ int run(int argc, char** argv)
         }
         ++planned;
         SimOptions options;
-        options.engine = EngineKind::fast;
+        options.engine = *engine_kind_from_string(engine);
         options.record_timeline = false;
-        const RunResult run = simulate(w.trace, machine, plan, options);
+        const RunResult run = options.engine == EngineKind::fast
+                                  ? simulate(w.trace, machine, plan, options)
+                                  : test::simulate_in_child(w.trace, machine, plan, options);
         const double estimate = plan.estimate.iteration_time_s.value_or(0);
         const double simulated = run.metrics.iteration_time_s;
         double gap = 0;
