@@ -242,7 +242,7 @@ SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment&
     const std::string text = node.at("axis").as_string();
     const std::optional<ScaleAxis> axis = scale_axis_from_string(text);
     if (!axis)
-      node.at("axis").fail(fmt::format("unknown axis '{}' (valid: batch, width, depth)", text));
+      node.at("axis").fail(fmt::format("unknown axis '{}' (valid: batch, width, depth, models)", text));
     settings.axis = *axis;
   }
   if (node.has("axis_param"))

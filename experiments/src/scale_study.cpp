@@ -1,6 +1,7 @@
 #include "memsim/experiments/scale_study.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/hwmodels/fuse.hpp"
 #include "memsim/hwmodels/rescale.hpp"
 #include "memsim/hwmodels/roofline.hpp"
 #include "memsim/planners/planner.hpp"
@@ -11,6 +12,7 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 namespace memsim::experiments {
 namespace {
@@ -47,11 +49,37 @@ ParamValues values_at(const ScaleStudy& study, std::int64_t value)
 {
   const GeneratorInfo& info = generator_info(study.generator, "--workload");
   nlohmann::json given = study.generator_params;
+  if (study.axis == ScaleAxis::models) // the generated model stays as given; fuse_trace makes the copies
+    return generator_registry().complete_params(info, given);
   if (study.axis_step == 1)
     given[study.axis_param] = value;
   else
     given[study.axis_param] = axis_value(study, value);
   return generator_registry().complete_params(info, given);
+}
+
+Trace generate_at(const ScaleStudy& study, std::int64_t value)
+{
+  const GeneratorInfo& info = generator_info(study.generator, "--workload");
+  const Gpu& gpu = study.machine.gpus.at(0);
+  return info.make(values_at(study, value), [&](const std::string& dtype) {
+    std::optional<Roofline> roofline = roofline_of(gpu, dtype);
+    if (!roofline)
+      throw InputError("--workload", fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name,
+                                                 study.machine.name, dtype));
+    return *roofline;
+  });
+}
+
+// The models axis's single model: the recorded trace moved to the machine's GPU at its own batch, or the generator
+// at its given parameters.
+Trace workload_at_base(const ScaleStudy& study)
+{
+  if (!study.recorded)
+    return generate_at(study, 0);
+  if (study.recorded->source.batch <= 0)
+    throw InputError(study.recorded_name + ": at /source/batch", "the models axis needs the trace's batch");
+  return rescale_trace(*study.recorded, study.recorded->source.batch, study.machine.gpus.at(0), study.recorded_name);
 }
 
 } // namespace
@@ -62,13 +90,14 @@ std::string_view to_string(ScaleAxis axis)
   case ScaleAxis::batch: return "batch";
   case ScaleAxis::width: return "width";
   case ScaleAxis::depth: return "depth";
+  case ScaleAxis::models: return "models";
   }
   return "?";
 }
 
 std::optional<ScaleAxis> scale_axis_from_string(std::string_view text)
 {
-  for (ScaleAxis axis : {ScaleAxis::batch, ScaleAxis::width, ScaleAxis::depth})
+  for (ScaleAxis axis : {ScaleAxis::batch, ScaleAxis::width, ScaleAxis::depth, ScaleAxis::models})
     if (to_string(axis) == text)
       return axis;
   return std::nullopt;
@@ -119,6 +148,7 @@ std::string resolve_axis_param(const std::string& generator, ScaleAxis axis, con
   case ScaleAxis::batch: candidates = {"batch"}; break;
   case ScaleAxis::depth: candidates = {"depth", "layers"}; break;
   case ScaleAxis::width: candidates = {"width", "hidden"}; break;
+  case ScaleAxis::models: return "models"; // no generator parameter: the workload is fused k times
   }
   for (const std::string& name : candidates)
     if (const ParamSpec* spec = find_param(info, name); spec && numeric(*spec))
@@ -132,6 +162,14 @@ void set_axis(ScaleStudy& study, ScaleAxis axis, const std::string& requested)
 {
   study.axis = axis;
   study.axis_step = 1;
+  if (axis == ScaleAxis::models) {
+    if (!requested.empty() && requested != "models")
+      throw InputError("--axis-param", fmt::format("the models axis fuses copies of the workload and sets no "
+                                                   "parameter; found '{}'",
+                                                   requested));
+    study.axis_param = "models";
+    return;
+  }
   if (!study.recorded) {
     study.axis_param = resolve_axis_param(study.generator, axis, requested);
     return;
@@ -148,8 +186,9 @@ void set_axis_step(ScaleStudy& study, double step)
   if (!(step > 0) || !std::isfinite(step))
     throw InputError("--axis-step", fmt::format("the axis step must be a positive number, found {}", step));
   if (step != 1) {
-    const ParamSpec* spec =
-        study.recorded ? nullptr : find_param(generator_info(study.generator, "--workload"), study.axis_param);
+    const ParamSpec* spec = study.recorded || study.axis == ScaleAxis::models
+                                ? nullptr
+                                : find_param(generator_info(study.generator, "--workload"), study.axis_param);
     if (!spec || spec->type != ParamType::number)
       throw InputError("--axis-step", fmt::format("a step of {} needs a generator parameter that takes a number (a "
                                                   "scale such as width); '{}' does not",
@@ -162,17 +201,15 @@ double axis_value(const ScaleStudy& study, std::int64_t value) { return static_c
 
 Trace workload_at(const ScaleStudy& study, std::int64_t value)
 {
+  if (study.axis == ScaleAxis::models) {
+    if (value < 1 || value > std::numeric_limits<int>::max())
+      throw InputError("--axis", fmt::format("{} models: the models axis needs 1 or more", value));
+    const std::string name = study.recorded ? study.recorded_name : study.generator;
+    return fuse_trace(workload_at_base(study), static_cast<int>(value), FusionModel::efficiency, std::nullopt, name);
+  }
   if (study.recorded)
     return rescale_trace(*study.recorded, value, study.machine.gpus.at(0), study.recorded_name);
-  const GeneratorInfo& info = generator_info(study.generator, "--workload");
-  const Gpu& gpu = study.machine.gpus.at(0);
-  return info.make(values_at(study, value), [&](const std::string& dtype) {
-    std::optional<Roofline> roofline = roofline_of(gpu, dtype);
-    if (!roofline)
-      throw InputError("--workload", fmt::format("GPU '{}' of machine '{}' has no peak_flops for {}", gpu.name,
-                                                 study.machine.name, dtype));
-    return *roofline;
-  });
+  return generate_at(study, value);
 }
 
 ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
@@ -203,6 +240,8 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
   outcome.iteration_time_s = run.metrics.iteration_time_s;
   // The core's figure (the trace's batch over the steady iteration time); 0 when the trace says no batch.
   outcome.samples_per_s = run.metrics.samples_per_s.value_or(0);
+  if (study.axis == ScaleAxis::models) // a fused trace keeps one model's batch: every model trains it
+    outcome.samples_per_s *= static_cast<double>(value);
   outcome.feasible = true;
   if (study.min_samples_per_s && outcome.samples_per_s < *study.min_samples_per_s) {
     outcome.feasible = false;

@@ -175,8 +175,8 @@ TEST(CapacityExperiment, LoaderRejectsWhatASearchCannotUse)
     }
     return std::string("no error");
   };
-  EXPECT_THAT(error_of(write_search_experiment(scratch, "{axis: models}")),
-              HasSubstr("capacity.yaml:9:16: search.axis: unknown axis 'models'"));
+  EXPECT_THAT(error_of(write_search_experiment(scratch, "{axis: heads}")),
+              HasSubstr("capacity.yaml:9:16: search.axis: unknown axis 'heads'"));
   EXPECT_THAT(error_of(write_search_experiment(scratch, "{axis: width}")),
               HasSubstr("no parameter for the width axis"));
   EXPECT_THAT(error_of(write_search_experiment(scratch, "{start: 10, limit: 5}")),

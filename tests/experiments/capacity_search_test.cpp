@@ -142,6 +142,29 @@ TEST(ScaleStudy, FindsTheKnownBoundaryOfAPeakLinearInTheBatch)
   EXPECT_FALSE(result.reached_limit);
 }
 
+TEST(ScaleStudy, ModelsAxisFusesCopiesUntilTheBudgetIsFull)
+{
+  ASSERT_TRUE(kTestChainRegistered);
+  ScaleStudy study = small_cnn_study();
+  parse_workload_spec("test-chain:batch=3", study);
+  set_axis(study, ScaleAxis::models, "");
+  EXPECT_EQ(study.axis_param, "models");
+  // k fused copies multiply every tensor by k (hwmodels/fuse.hpp), so keep-all's peak is exactly k x one model's.
+  const std::uint64_t single = default_memory_profile(workload_at(study, 1)).peak_bytes;
+  ASSERT_EQ(default_memory_profile(workload_at(study, 7)).peak_bytes, 7 * single);
+  study.budget_bytes = 5 * single + single / 2; // fits 5 models, not 6
+  const CapacityResult result =
+      find_largest_feasible([&](std::int64_t v) { return probe_study(study, v); }, {1, 1 << 10, 8});
+  ASSERT_TRUE(result.largest);
+  EXPECT_EQ(*result.largest, 5);
+  // Samples/s counts every model: 5 x batch 3 over the fused iteration's time.
+  const ProbeOutcome five = probe_study(study, 5);
+  ASSERT_TRUE(five.feasible);
+  EXPECT_DOUBLE_EQ(five.samples_per_s, 15.0 / five.iteration_time_s);
+  EXPECT_THROW(set_axis(study, ScaleAxis::models, "batch"), InputError);
+  EXPECT_THROW(set_axis_step(study, 0.5), InputError);
+}
+
 TEST(ScaleStudy, ARecordedTraceIsRescaledToEachBatch)
 {
   // The same chain recorded at batch 4 (4 MB activations): `memsim trace rescale` makes it 1 MB x batch again, so
@@ -258,9 +281,12 @@ TEST(MaxScaleCommand, BadInputIsLocated)
 {
   auto run = [](const std::string& args) { return run_command(kMemsim.string() + " max-scale " + args); };
   const std::string common = " --planner keep-all --machine v100-32gb-pcie3";
-  auto axis = run("--workload cnn --axis models" + common);
+  auto axis = run("--workload cnn --axis heads" + common);
   EXPECT_EQ(axis.exit_code, 2);
-  EXPECT_THAT(axis.output, HasSubstr("--axis: unknown axis 'models'"));
+  EXPECT_THAT(axis.output, HasSubstr("--axis: unknown axis 'heads' (valid: batch, width, depth, models)"));
+  auto models_param = run("--workload cnn --axis models --axis-param batch" + common);
+  EXPECT_EQ(models_param.exit_code, 2);
+  EXPECT_THAT(models_param.output, HasSubstr("--axis-param: the models axis fuses copies"));
   auto width = run("--workload cnn --axis width" + common);
   EXPECT_EQ(width.exit_code, 2);
   EXPECT_THAT(width.output, HasSubstr("no parameter for the width axis"));

@@ -81,7 +81,7 @@ void run(const Options& options, Context& context)
   experiments::parse_workload_spec(options.workload, study);
   const std::optional<experiments::ScaleAxis> axis = experiments::scale_axis_from_string(options.axis);
   if (!axis)
-    throw InputError("--axis", fmt::format("unknown axis '{}' (valid: batch, width, depth)", options.axis));
+    throw InputError("--axis", fmt::format("unknown axis '{}' (valid: batch, width, depth, models)", options.axis));
   experiments::set_axis(study, *axis, options.axis_param);
   experiments::set_axis_step(study, options.axis_step);
   const PlannerInfo& planner = planner_registry().get(options.planner);
@@ -176,14 +176,18 @@ void add_max_scale_command(CLI::App& app, Context& context)
   auto options = std::make_shared<Options>();
   CLI::App* command =
       app.add_subcommand("max-scale",
-                         "The largest batch, width or depth of a workload (generated, or a recorded trace rescaled) "
-                         "that a planner trains in a budget");
+                         "The largest batch, width, depth or number of models of a workload (generated, or a "
+                         "recorded trace rescaled or fused) that a planner trains in a budget");
   command
       ->add_option("--workload", options->workload,
                    "a trace file (rescaled to each batch, as memsim trace rescale does) or a generator and its "
                    "parameters: KIND or KIND:k=v,k=v (e.g. transformer:layers=24,hidden=1024)")
       ->required();
-  command->add_option("--axis", options->axis, "batch, width or depth")->default_val("batch");
+  command
+      ->add_option("--axis", options->axis,
+                   "batch, width, depth, or models (k copies of the workload fused into one, as `memsim gen fuse "
+                   "--fusion efficiency` makes them; samples/s counts every model)")
+      ->default_val("batch");
   command->add_option(
       "--axis-param", options->axis_param,
       "the generator's parameter the axis sets, integer or a scale (default: batch; depth or layers; width or "

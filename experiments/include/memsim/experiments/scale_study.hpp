@@ -17,7 +17,8 @@
 
 namespace memsim::experiments {
 
-enum class ScaleAxis { batch, width, depth };
+// models: k copies of the workload fused horizontally (fuse_trace, efficiency model; hwmodels/fuse.hpp).
+enum class ScaleAxis { batch, width, depth, models };
 std::string_view to_string(ScaleAxis axis);
 std::optional<ScaleAxis> scale_axis_from_string(std::string_view text);
 
