@@ -91,7 +91,8 @@ private:
   bool execute(const std::vector<PolicyAction>& actions, const std::vector<StepId>& trigger,
                std::optional<StepId> waiting);
   StepId add_policy_step(StepKind kind, const TensorSlot& slot, std::string stream, std::vector<StepId> deps,
-                         std::optional<OpId> op = std::nullopt, std::optional<StepId> run_before = std::nullopt);
+                         std::optional<OpId> op = std::nullopt, std::optional<StepId> run_before = std::nullopt,
+                         double service_s = 0);
   std::vector<StepId> removal_deps(const TensorSlot& slot); // a victim is removed after its maker and its users
 
   MemoryPolicy* policy_;
