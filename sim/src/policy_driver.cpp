@@ -436,8 +436,8 @@ bool PolicyDriver::execute(const std::vector<PolicyAction>& actions, const std::
         add_unique(deps, dep);
       StepId release = -1;
       if (action.kind == PolicyAction::Kind::offload) {
-        const StepId copy =
-            add_policy_step(StepKind::offload, slot, kOffloadStream, deps, std::nullopt, std::nullopt, action.service_s);
+        const StepId copy = add_policy_step(StepKind::offload, slot, kOffloadStream, deps, std::nullopt, std::nullopt,
+                                            action.service_s);
         release = add_policy_step(StepKind::free, slot, kOffloadStream, {copy});
       } else {
         release = add_policy_step(StepKind::free, slot, kEvictStream, deps);

@@ -38,13 +38,13 @@ namespace memsim {
 namespace {
 
 struct UvmOptions {
-  std::int64_t page = 64 * 1024;            // GPU big page, the prefetch tree's leaf
-  std::int64_t va_block = 2 * 1024 * 1024;  // VA block: fault grouping, prefetch tree, eviction chunk
-  std::int64_t small_tensor = 1024 * 1024;  // smaller tensors share 2 MiB segments
-  std::int64_t fault_batch = 256;           // uvm_perf_fault_batch_count
-  double fault_batch_s = 30e-6;             // service time per batch
-  double prefetch_threshold = 51;           // uvm_perf_prefetch_threshold, percent
-  double oversubscription = 2.0;            // device + host footprint <= this x device memory
+  std::int64_t page = 64 * 1024;           // GPU big page, the prefetch tree's leaf
+  std::int64_t va_block = 2 * 1024 * 1024; // VA block: fault grouping, prefetch tree, eviction chunk
+  std::int64_t small_tensor = 1024 * 1024; // smaller tensors share 2 MiB segments
+  std::int64_t fault_batch = 256;          // uvm_perf_fault_batch_count
+  double fault_batch_s = 30e-6;            // service time per batch
+  double prefetch_threshold = 51;          // uvm_perf_prefetch_threshold, percent
+  double oversubscription = 2.0;           // device + host footprint <= this x device memory
 };
 
 // Where a tensor lies in the managed VA space, in units.
