@@ -170,6 +170,8 @@ private:
     error.bytes_requested = text.numbers.requested;
     error.largest_free_block = text.numbers.largest_free_block;
     error.message = failure_message(kind, text);
+    if (const std::string why = policy_ ? policy_->refusal() : std::string(); !why.empty())
+      error.message += fmt::format(" ({})", why);
     result_.error = std::move(error);
   }
 

@@ -42,6 +42,7 @@ public:
     skip   // a plan free (or offload) of a tensor the policy already moved out: it has nothing left to do
   };
   Admission admit(StepId id);
+  std::string refusal() const { return policy_->refusal(); }
   void started(StepId id);
   void finished(StepId id);
 

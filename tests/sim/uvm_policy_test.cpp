@@ -214,6 +214,9 @@ TEST_P(UvmOnEngine, RefusesToOversubscribeBeyondTheCap)
   ASSERT_TRUE(capped.error);
   EXPECT_EQ(capped.error->kind, FailureKind::out_of_memory);
   EXPECT_THAT(capped.error->message, HasSubstr("step 3 (compute on gpu0/compute) allocates tensor 4 'a3'"));
+  EXPECT_THAT(capped.error->message,
+              HasSubstr("(uvm: the footprint would be 10485760 bytes (4194304 on the GPU, 2097152 more wanted, 4194304 "
+                        "evicted to the host), over oversubscription 2 x 4194304 bytes of GPU memory)"));
   const RunResult wider = run_and_replay(trace, in_order(trace, 4 * kMiB, {}, {{"oversubscription", 3.0}}));
   EXPECT_THAT(written_back(wider), ElementsAre("a0", "a1", "a2"));
 }

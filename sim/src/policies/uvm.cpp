@@ -30,6 +30,7 @@
 #include <memory>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -89,6 +90,7 @@ public:
 
   std::vector<PolicyAction> on_missing_tensor(const MissingTensor& missing, const PolicyView& view) override
   {
+    refusal_.clear();
     const TensorSlot& slot = missing.tensor;
     if (!view.has_host_copy(slot.instance, slot.tensor))
       return {};
@@ -121,6 +123,7 @@ public:
 
   std::vector<PolicyAction> on_allocation_denied(const AllocationDemand& demand, const PolicyView& view) override
   {
+    refusal_.clear();
     const Step& step = view.step(demand.step);
     space_of(demand.device, step.instance, view);
     std::uint64_t host_held = 0; // what this policy evicted from the device: the oversubscribed part
@@ -128,9 +131,14 @@ public:
       if (space.device == demand.device)
         for (TensorId tensor : space.on_host)
           host_held += view.trace().tensor(tensor).bytes;
-    const double footprint = static_cast<double>(demand.in_use + demand.bytes + host_held);
-    if (footprint > options_.oversubscription * static_cast<double>(demand.capacity))
-      return {}; // beyond the oversubscription cap: the step fails out of memory
+    const std::uint64_t footprint = demand.in_use + demand.bytes + host_held;
+    if (static_cast<double>(footprint) > options_.oversubscription * static_cast<double>(demand.capacity)) {
+      refusal_ =
+          fmt::format("uvm: the footprint would be {} bytes ({} on the GPU, {} more wanted, {} evicted to the "
+                      "host), over oversubscription {} x {} bytes of GPU memory",
+                      footprint, demand.in_use, demand.bytes, host_held, options_.oversubscription, demand.capacity);
+      return {}; // the step fails out of memory
+    }
     const std::uint64_t wanted = std::max<std::uint64_t>(demand.shortfall(), 1);
     std::uint64_t freed = 0;
     std::vector<PolicyAction> actions;
@@ -165,6 +173,8 @@ public:
     }
     return actions;
   }
+
+  std::string refusal() const override { return refusal_; }
 
 private:
   struct Space { // one device of one instance
@@ -316,6 +326,7 @@ private:
   std::map<std::pair<int, int>, Space> spaces_; // (device, instance)
   std::map<int, std::set<std::tuple<std::uint64_t, int, std::uint64_t>>> lru_; // device -> (stamp, instance, block)
   std::uint64_t clock_ = 0;
+  std::string refusal_; // why the last allocation was refused (the oversubscription cap)
 };
 
 } // namespace

@@ -28,6 +28,7 @@
 #include <compare>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -117,6 +118,9 @@ public:
   virtual std::vector<PolicyAction> on_allocation_denied(const AllocationDemand&, const PolicyView&) { return {}; }
   // No action: the step fails with the usual not-resident error.
   virtual std::vector<PolicyAction> on_missing_tensor(const MissingTensor&, const PolicyView&) { return {}; }
+  // Why the last hook that answered nothing refused, when it is the policy's own limit (UVM's oversubscription
+  // cap); empty when there is nothing to add. The core appends it to the failure message.
+  virtual std::string refusal() const { return {}; }
 };
 
 } // namespace memsim
