@@ -9,8 +9,10 @@
 // batch of up to `fault_batch` faults of one VA block), paid before the bytes flow. When an allocation does not fit,
 // whole VA blocks are evicted in LRU order (a block's place is renewed when memory is allocated in it, not on every
 // access, as the driver's root-chunk list): clean copies are dropped, dirty ones written back to the host first.
-// The run may oversubscribe the GPU only up to `oversubscription` x its memory (device + evicted-to-host bytes); past
-// that the allocation is refused and the step fails out of memory.
+// The run may oversubscribe the GPU only up to `oversubscription` x its memory: when an allocation needs an eviction,
+// the live managed bytes (on the GPU, wanted, and evicted to or started on the host) must stay within the cap, else
+// the step fails out of memory with the cap as the reason (the spec checks keep-all's peak against the cap; this is
+// the same footprint, checked where it is reached).
 //
 // Simplifications, each because memsim moves and frees tensors whole: a fault migrates whole tensors (a tensor partly
 // covered by a prefetched subtree migrates whole; the driver moves 64 KiB pages), so the migrated bytes are the
