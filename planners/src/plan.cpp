@@ -62,7 +62,7 @@ std::string step_kind_names()
 Step read_step(const fast_json::Node& node, std::size_t index)
 {
   node.only_keys({"id", "kind", "device", "stream", "op", "tensor", "instance", "deps", "peer", "parts", "group",
-                  "iteration"});
+                  "iteration", "service_s"});
   Step step;
   step.id = node.at("id").as_int();
   if (step.id != static_cast<std::int64_t>(index))
@@ -111,6 +111,11 @@ Step read_step(const fast_json::Node& node, std::size_t index)
   step.iteration = static_cast<int>(node.get_int_in("iteration", 0, kMinIndex, kMaxIndex));
   if (step.iteration < 0)
     node.at("iteration").fail("iteration must not be negative");
+  if (node.has("service_s")) {
+    if (step.kind != StepKind::prefetch && step.kind != StepKind::offload)
+      node.at("service_s").fail(fmt::format("only prefetch and offload steps have a service time, not {}", kind));
+    step.service_s = node.at("service_s").as_non_negative();
+  }
   if (is_view(step.kind)) {
     auto parts = node.at("parts");
     if (parts.size() == 0)
@@ -321,6 +326,8 @@ nlohmann::json plan_to_json(const Plan& plan)
       entry["group"] = step.group;
     if (step.iteration != 0)
       entry["iteration"] = step.iteration;
+    if (step.service_s > 0)
+      entry["service_s"] = step.service_s;
     entry["deps"] = step.deps;
     steps.push_back(std::move(entry));
   }

@@ -170,6 +170,8 @@ private:
     error.bytes_requested = text.numbers.requested;
     error.largest_free_block = text.numbers.largest_free_block;
     error.message = failure_message(kind, text);
+    if (const std::string why = policy_ ? policy_->refusal() : std::string(); !why.empty())
+      error.message += fmt::format(" ({})", why);
     result_.error = std::move(error);
   }
 
@@ -331,7 +333,7 @@ private:
         }
         arriving_.insert({MemoryLedger::kHost, step.instance, tensor});
       }
-      work = Work{Work::Kind::transfer, 0, 0, step.device, kHostNode, record.bytes};
+      work = Work{Work::Kind::transfer, 0, 0, step.device, kHostNode, record.bytes, step.service_s};
       break;
     }
     case StepKind::prefetch: {
@@ -348,7 +350,7 @@ private:
         return;
       if (dropped_with_host_copy_.erase({step.device, step.instance, tensor}) > 0)
         swapped_bytes_ += record.bytes; // a swap-in of what a free swapped out
-      work = Work{Work::Kind::transfer, 0, 0, kHostNode, step.device, record.bytes};
+      work = Work{Work::Kind::transfer, 0, 0, kHostNode, step.device, record.bytes, step.service_s};
       break;
     }
     case StepKind::free: {

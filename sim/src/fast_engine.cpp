@@ -15,7 +15,7 @@ bool FastPhysics::start(StepId step, const Work& work)
     activity.remaining = work.seconds;
     activity.compute_resource = network_->compute_resource(work.node);
   } else {
-    const double latency = network_->latency_s(work.from, work.to);
+    const double latency = network_->latency_s(work.from, work.to) + work.service_s;
     if (work.bytes == 0 && latency <= 0)
       return true;
     activity.remaining = static_cast<double>(work.bytes);

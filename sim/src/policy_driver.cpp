@@ -386,10 +386,12 @@ void PolicyDriver::finished(StepId id)
 }
 
 StepId PolicyDriver::add_policy_step(StepKind kind, const TensorSlot& slot, std::string stream,
-                                     std::vector<StepId> deps, std::optional<OpId> op, std::optional<StepId> run_before)
+                                     std::vector<StepId> deps, std::optional<OpId> op, std::optional<StepId> run_before,
+                                     double service_s)
 {
   Step step;
   step.kind = kind;
+  step.service_s = service_s;
   step.device = slot.space;
   step.instance = slot.instance;
   step.iteration = current_iteration_; // the iteration of the step the action serves
@@ -434,7 +436,8 @@ bool PolicyDriver::execute(const std::vector<PolicyAction>& actions, const std::
         add_unique(deps, dep);
       StepId release = -1;
       if (action.kind == PolicyAction::Kind::offload) {
-        const StepId copy = add_policy_step(StepKind::offload, slot, kOffloadStream, deps);
+        const StepId copy = add_policy_step(StepKind::offload, slot, kOffloadStream, deps, std::nullopt, std::nullopt,
+                                            action.service_s);
         release = add_policy_step(StepKind::free, slot, kOffloadStream, {copy});
       } else {
         release = add_policy_step(StepKind::free, slot, kEvictStream, deps);
@@ -450,7 +453,8 @@ bool PolicyDriver::execute(const std::vector<PolicyAction>& actions, const std::
         throw refuse("it is resident or on its way there, or the host has no copy");
       std::vector<StepId> deps = trigger;
       add_unique(deps, history(slot).displaced_by);
-      const StepId copy = add_policy_step(StepKind::prefetch, slot, kFetchStream, deps);
+      const StepId copy =
+          add_policy_step(StepKind::prefetch, slot, kFetchStream, deps, std::nullopt, std::nullopt, action.service_s);
       history(slot).arriving = copy;
       if (action.kind == PolicyAction::Kind::fetch)
         wait_for(copy);

@@ -42,6 +42,7 @@ public:
     skip   // a plan free (or offload) of a tensor the policy already moved out: it has nothing left to do
   };
   Admission admit(StepId id);
+  std::string refusal() const { return policy_->refusal(); }
   void started(StepId id);
   void finished(StepId id);
 
@@ -91,7 +92,8 @@ private:
   bool execute(const std::vector<PolicyAction>& actions, const std::vector<StepId>& trigger,
                std::optional<StepId> waiting);
   StepId add_policy_step(StepKind kind, const TensorSlot& slot, std::string stream, std::vector<StepId> deps,
-                         std::optional<OpId> op = std::nullopt, std::optional<StepId> run_before = std::nullopt);
+                         std::optional<OpId> op = std::nullopt, std::optional<StepId> run_before = std::nullopt,
+                         double service_s = 0);
   std::vector<StepId> removal_deps(const TensorSlot& slot); // a victim is removed after its maker and its users
 
   MemoryPolicy* policy_;

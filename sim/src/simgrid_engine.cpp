@@ -41,7 +41,7 @@ public:
     }
     const std::size_t from = node(work.from);
     const std::size_t to = node(work.to);
-    const double latency = platform_.latency_s(from, to);
+    const double latency = platform_.latency_s(from, to) + work.service_s;
     if (work.bytes == 0 && latency <= 0)
       return true;
     Pending transfer{step, from, to, work.bytes, s4u::Engine::get_clock() + latency};

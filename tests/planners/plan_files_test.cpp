@@ -75,6 +75,7 @@ Plan full_plan(const Trace& trace)
   const StepId f = build.compute(0);
   const StepId o = build.offload(1, {f});
   const StepId p = build.prefetch(1, {o}, 0, 1);
+  plan.steps[static_cast<std::size_t>(p)].service_s = 2.5e-5; // a policy's fault handling before the bytes
   build.compute(1, {p});
   build.free(1);
   return plan;
@@ -116,6 +117,8 @@ TEST(PlanFiles, EveryFieldRoundTrips)
   EXPECT_EQ(loaded.params["lookahead"].get<int>(), 2);
   EXPECT_TRUE(loaded.params["lookahead"].is_number_unsigned()); // as nlohmann reads it
   EXPECT_EQ(loaded.budget_bytes, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(loaded.steps[2].service_s, 2.5e-5);
+  EXPECT_FALSE(plan_to_json(plan)["steps"][0].contains("service_s")); // written only when non-zero
   EXPECT_EQ(plan_to_json(plan_from_json(plan_to_json(plan), "p.json")), plan_to_json(plan));
 }
 
@@ -271,6 +274,10 @@ TEST(PlanFiles, LocatedMessagesInStepsAndExtras)
   EXPECT_EQ(error_of([](auto& d) { d["steps"][1]["kind"] = "swap"; }),
             "p.json: at /steps/1/kind: unknown step kind 'swap' (valid: compute, recompute, offload, prefetch, free, "
             "send, recv, split, merge, allreduce, allgather, reducescatter)");
+  EXPECT_EQ(error_of([](auto& d) { d["steps"][0]["service_s"] = 0.001; }),
+            "p.json: at /steps/0/service_s: only prefetch and offload steps have a service time, not compute");
+  EXPECT_EQ(error_of([](auto& d) { d["steps"][2]["service_s"] = -1; }),
+            "p.json: at /steps/2/service_s: expected a number that is not negative, found -1");
   EXPECT_EQ(error_of([](auto& d) { d["extra_ops"][0]["inputs"][0] = 1.5; }),
             "p.json: at /extra_ops/0/inputs/0: expected an integer, found 1.5");
   EXPECT_EQ(error_of([](auto& d) { d["extra_tensors"][0]["kind"] = "nope"; }),

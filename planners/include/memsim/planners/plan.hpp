@@ -58,6 +58,9 @@ struct Step {
   std::vector<TensorId> parts; // split/merge: the parts that replace the parent `tensor` (or are merged into it)
   std::vector<int> group;      // collectives: the devices of the ring, in ring order
   int iteration = 0;
+  // prefetch/offload: a fixed time paid before the bytes flow, on top of the route's latency (a memory policy's
+  // service time: UVM's fault-batch handling); 0 for a plain copy.
+  double service_s = 0;
 };
 
 // v2 `initial_placement`: where the tensors an entry matches (by kind or id, optionally one instance) live at

@@ -18,6 +18,8 @@
 //   fetch          copy it back from the host (a transfer on `policy-h2d`) (UVM's page fault, on-demand swap-in);
 //   rematerialize  recompute the op that produces it (DTR), as a `recompute` step on the waiting step's stream;
 //   prefetch       like fetch, but nothing waits for it (DyNN-Offload's run-time prefetch).
+// A copy may carry a service time (PolicyAction::service_s, the plan step's `service_s`): paid on the copy's stream
+// before its bytes flow, so that the realized plan replays it (UVM's per-batch fault handling).
 // Actions answering on_allocation_denied / on_missing_tensor make the step that asked wait for them (except
 // prefetch); actions from the step hooks make nothing wait. A policy object serves one run.
 #include "memsim/planners/plan.hpp"
@@ -26,6 +28,7 @@
 #include <compare>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -44,6 +47,7 @@ struct PolicyAction {
   Kind kind = Kind::offload;
   TensorSlot tensor;      // the tensor on the device the action is about
   std::optional<OpId> op; // rematerialize: the op to recompute (default: the tensor's producer)
+  double service_s = 0;   // fetch/prefetch/offload: fixed time before the copy's bytes flow (UVM fault handling)
 
   static PolicyAction offload(TensorSlot slot) { return {Kind::offload, slot, std::nullopt}; }
   static PolicyAction evict(TensorSlot slot) { return {Kind::evict, slot, std::nullopt}; }
@@ -114,6 +118,9 @@ public:
   virtual std::vector<PolicyAction> on_allocation_denied(const AllocationDemand&, const PolicyView&) { return {}; }
   // No action: the step fails with the usual not-resident error.
   virtual std::vector<PolicyAction> on_missing_tensor(const MissingTensor&, const PolicyView&) { return {}; }
+  // Why the last hook that answered nothing refused, when it is the policy's own limit (UVM's oversubscription
+  // cap); empty when there is nothing to add. The core appends it to the failure message.
+  virtual std::string refusal() const { return {}; }
 };
 
 } // namespace memsim
