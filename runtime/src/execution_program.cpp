@@ -53,6 +53,13 @@ void check_runtime_supports(const Plan& plan, const std::string& source_name)
                        fmt::format("step {}: {} over group [{}] needs {} GPUs; memsim-cuda runs a plan on one GPU "
                                    "(ring collectives over several GPUs are not supported)",
                                    step.id, to_string(step.kind), fmt::join(step.group, ", "), step.group.size()));
+    // UVM's fault-batch handling is a modelled cost with no copy engine behind it: running the copy alone would
+    // time a different plan.
+    if (step.service_s > 0)
+      throw InputError(fmt::format("{}: at /steps/{}/service_s", source_name, step.id),
+                       fmt::format("step {}: memsim-cuda has no counterpart of a policy's service time ({} s before "
+                                   "the copy, e.g. UVM fault handling); simulate this plan instead",
+                                   step.id, step.service_s));
     if (step.device != gpu && step.device != kHostDevice) // host steps (v2) run beside the one GPU
       throw InputError(fmt::format("{}: at /steps/{}/device", source_name, step.id),
                        fmt::format("memsim-cuda runs single-GPU plans; step {} uses device {} but the plan's GPU is "

@@ -329,6 +329,22 @@ TEST(ExecutionProgram, RejectsSendRecvAndSeveralDevices)
     EXPECT_EQ(error.where(), "p.json: at /policy");
     EXPECT_THAT(error.message(), HasSubstr("--realized-plan"));
   }
+  Plan with_service;
+  PlanBuilder(with_service).compute(0);
+  Step fetch;
+  fetch.id = 1;
+  fetch.kind = StepKind::prefetch;
+  fetch.tensor = 0;
+  fetch.stream = "h2d";
+  fetch.service_s = 30e-6;
+  with_service.steps.push_back(fetch);
+  try {
+    check_runtime_supports(with_service, "uvm.plan.json");
+    FAIL() << "a copy with a service time accepted";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.where(), "uvm.plan.json: at /steps/1/service_s");
+    EXPECT_THAT(error.message(), HasSubstr("simulate this plan instead"));
+  }
 }
 
 TEST(ExecutionProgram, RefusesCollectivesOverSeveralGpusAndSendRecv)
