@@ -37,6 +37,13 @@ public:
   void loss(const std::vector<TensorId>& predictions, TensorId labels, int layer, SplitDims split);
   void backward_and_update();
 
+  // Multi-iteration traces (dynamic networks): ops recorded from now on belong to iteration `iteration`, their
+  // names and those of the tensors they make (not weights or optimizer state) start with "it<k>.". Weights and
+  // Adam moments are one tensor each, shared by every iteration; gradients are per iteration.
+  void begin_iteration(int iteration);
+  // A control-flow decision taken in the current iteration (the trace's `decisions`).
+  void decide(std::string choice);
+
   const Tensor& tensor_at(TensorId id) const { return trace_.tensor(id); }
   std::size_t element_bytes() const { return element_bytes_; }
   Trace finish();
@@ -44,6 +51,8 @@ public:
 private:
   void add_op(const std::string& name, const std::string& type, Phase phase, int layer, std::vector<TensorId> inputs,
               std::vector<TensorId> outputs, double flops, double workspace, SplitDims split);
+  // `name` without the current iteration's prefix (names made from other tensors' names get it once).
+  std::string base_name(const std::string& name) const;
   // A gradient for `of` (same shape and batch axis), named after it.
   TensorId gradient_like(const std::string& name, TensorId of, TensorKind kind);
   // Adds `partial` into the gradient already recorded for `of` (an add op) or records it as the first one.
@@ -58,6 +67,9 @@ private:
   std::map<TensorId, TensorId> weight_grad_of_; // weight -> its gradient so far
   std::vector<TensorId> updated_weights_;       // in the order their first gradient appears: the updates' order
   std::map<TensorId, int> layer_of_weight_;
+  std::map<TensorId, std::pair<TensorId, TensorId>> adam_moments_; // weight -> (m, v), made at its first update
+  int iteration_ = 0;
+  std::string prefix_; // "it<k>." in a multi-iteration trace
 };
 
 } // namespace memsim
