@@ -203,13 +203,16 @@ TEST(DynamicGenerators, SeededSharedWeightsUniqueNames)
       }
     for (const Tensor& tensor : trace.tensors) {
       const bool always_used = !is_expert(tensor.name);
-      if (tensor.kind == TensorKind::weight && always_used)
+      if (tensor.kind == TensorKind::weight && always_used) {
         EXPECT_EQ(read_in[tensor.id].size(), 6u) << tensor.name;
-      if (tensor.kind == TensorKind::optimizer_state && always_used)
+      }
+      if (tensor.kind == TensorKind::optimizer_state && always_used) {
         EXPECT_EQ(adam_reads[tensor.id], 6) << tensor.name << ": one Adam update per iteration";
+      }
       if (tensor.kind == TensorKind::activation || tensor.kind == TensorKind::weight_grad ||
-          tensor.kind == TensorKind::gradient)
+          tensor.kind == TensorKind::gradient) {
         EXPECT_EQ(read_in[tensor.id].size(), 1u) << tensor.name << " belongs to one iteration";
+      }
     }
     // The document round-trips with its decisions.
     EXPECT_EQ(trace_from_text(trace_to_json(trace).dump(), "t").decisions, trace.decisions);

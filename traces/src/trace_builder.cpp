@@ -8,6 +8,9 @@ namespace memsim {
 
 namespace {
 
+// "grad.sum" for the first, then "grad.sum2", "grad.sum3", ...: unique names for tensors read many times.
+std::string numbered(const std::string& stem, int count) { return count > 1 ? fmt::format("{}{}", stem, count) : stem; }
+
 std::vector<TensorId> unique(const std::vector<TensorId>& ids)
 {
   std::vector<TensorId> result;
@@ -72,6 +75,7 @@ void TraceBuilder::loss(const std::vector<TensorId>& predictions, TensorId label
     outputs.push_back(gradient_like("grad." + base_name(trace_.tensor(prediction).name), prediction,
                                     TensorKind::gradient));
     grad_of_[prediction] = outputs.back();
+    ++partials_of_[prediction];
   }
   add_op("loss", "cross_entropy", Phase::loss, layer, inputs, outputs, 4 * bytes, 0, std::move(split));
 }
@@ -92,7 +96,7 @@ void TraceBuilder::accumulate(std::map<TensorId, TensorId>& gradients, TensorId 
   }
   const std::string name = base_name(trace_.tensor(of).name);
   const TensorKind kind = trace_.tensor(partial).kind;
-  TensorId sum = gradient_like("grad.sum." + name, of, kind);
+  TensorId sum = gradient_like(numbered("grad.sum", ++sums_of_[of]) + "." + name, of, kind);
   const double elements = static_cast<double>(trace_.tensor(of).bytes) / static_cast<double>(element_bytes_);
   add_op("accumulate." + name, "add", Phase::backward, layer, {existing->second, partial}, {sum}, elements, 0, split);
   existing->second = sum;
@@ -114,16 +118,13 @@ void TraceBuilder::backward_and_update()
       inputs.push_back(in);
       if (source.kind == TensorKind::weight) {
         const bool tied = weight_grad_of_.count(in) > 0;
-        TensorId grad = gradient_like(fmt::format("grad{}.{}", tied ? ".part" : "", base_name(source.name)), in,
-                                      TensorKind::weight_grad);
+        TensorId grad = gradient_like(partial_name(in), in, TensorKind::weight_grad);
         outputs.push_back(grad);
         weight_partials.emplace_back(in, grad);
         if (!tied)
           updated_weights_.push_back(in);
       } else if (source.kind == TensorKind::activation) {
-        TensorId grad =
-            gradient_like(fmt::format("grad{}.{}", grad_of_.count(in) ? ".part" : "", base_name(source.name)), in,
-                          TensorKind::gradient);
+        TensorId grad = gradient_like(partial_name(in), in, TensorKind::gradient);
         outputs.push_back(grad);
         partials.emplace_back(in, grad);
       }
@@ -180,6 +181,13 @@ void TraceBuilder::add_op(const std::string& name, const std::string& type, Phas
   trace_.ops.push_back(std::move(op));
 }
 
+std::string TraceBuilder::partial_name(TensorId of)
+{
+  const int made = partials_of_[of]++;
+  const std::string name = base_name(trace_.tensor(of).name);
+  return made == 0 ? "grad." + name : numbered("grad.part", made) + "." + name;
+}
+
 std::string TraceBuilder::base_name(const std::string& name) const
 {
   return name.starts_with(prefix_) ? name.substr(prefix_.size()) : name;
@@ -193,6 +201,8 @@ void TraceBuilder::begin_iteration(int iteration)
   grad_of_.clear();
   weight_grad_of_.clear();
   updated_weights_.clear();
+  partials_of_.clear();
+  sums_of_.clear();
   trace_.decisions.resize(static_cast<std::size_t>(iteration) + 1);
 }
 

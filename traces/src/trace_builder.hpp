@@ -53,6 +53,8 @@ private:
               std::vector<TensorId> outputs, double flops, double workspace, SplitDims split);
   // `name` without the current iteration's prefix (names made from other tensors' names get it once).
   std::string base_name(const std::string& name) const;
+  // The name of the next partial gradient of `of`: "grad.X", then "grad.part.X", "grad.part2.X", ...
+  std::string partial_name(TensorId of);
   // A gradient for `of` (same shape and batch axis), named after it.
   TensorId gradient_like(const std::string& name, TensorId of, TensorKind kind);
   // Adds `partial` into the gradient already recorded for `of` (an add op) or records it as the first one.
@@ -68,6 +70,8 @@ private:
   std::vector<TensorId> updated_weights_;       // in the order their first gradient appears: the updates' order
   std::map<TensorId, int> layer_of_weight_;
   std::map<TensorId, std::pair<TensorId, TensorId>> adam_moments_; // weight -> (m, v), made at its first update
+  std::map<TensorId, int> partials_of_;                            // partial gradients made so far, per tensor (names)
+  std::map<TensorId, int> sums_of_;                                // gradient sums made so far, per tensor (names)
   int iteration_ = 0;
   std::string prefix_; // "it<k>." in a multi-iteration trace
 };
