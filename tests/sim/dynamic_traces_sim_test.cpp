@@ -1,6 +1,6 @@
 // Multi-iteration dynamic traces (memsim gen var-lstm|treelstm|moe) run on both engines: keep-all is feasible and
 // takes exactly the ops' summed time (one compute stream, nothing moves), at the default schedule's peak; under
-// the dtr policy with half the activation memory it fits by rematerializing, the same on both engines.
+// the dtr policy with three quarters of the activation memory it fits by rematerializing, the same on both engines.
 #include "engine_comparison.hpp"
 #include "simulate_in_child.hpp"
 
@@ -34,26 +34,27 @@ std::vector<Trace> dynamic_traces()
   lstm.iterations = 3;
   lstm.min_len = 2;
   lstm.max_len = 6;
-  lstm.batch = 8;
-  lstm.hidden = 64;
-  lstm.embed = 32;
-  lstm.vocab = 1000;
+  lstm.batch = 512; // activations, not weights, dominate the peak: DTR has something to evict
+  lstm.hidden = 32;
+  lstm.embed = 16;
+  lstm.vocab = 64;
+  lstm.classes = 4;
   TreeLstmSpec tree;
   tree.iterations = 3;
   tree.min_leaves = 3;
   tree.max_leaves = 8;
-  tree.batch = 8;
-  tree.hidden = 64;
-  tree.vocab = 1000;
+  tree.batch = 512;
+  tree.hidden = 32;
+  tree.vocab = 64;
   MoeSpec moe;
   moe.iterations = 3;
   moe.layers = 2;
   moe.experts = 4;
   moe.groups = 4;
-  moe.group_tokens = 16;
-  moe.hidden = 64;
-  moe.ffn = 128;
-  moe.classes = 10;
+  moe.group_tokens = 256;
+  moe.hidden = 32;
+  moe.ffn = 64;
+  moe.classes = 4;
   return {generate_var_lstm(lstm, kRoofline), generate_tree_lstm(tree, kRoofline), generate_moe(moe, kRoofline)};
 }
 
@@ -77,11 +78,11 @@ TEST(DynamicTraces, KeepAllAndDtrRunOnBothEngines)
     }
     EXPECT_EQ(test::compare_runs(simgrid, fast), std::vector<std::string>{});
 
-    // DTR with half the activation memory (weights, moments and inputs stay): it must fit by evicting and
+    // DTR with three quarters of the activation memory (weights, moments and inputs stay): it must fit by evicting and
     // rematerializing, and both engines must decide the same.
     const std::uint64_t resident = analysis.default_profile().resident_bytes;
     Plan tight = keep_all;
-    tight.budget_bytes = resident + (peak - resident) / 2;
+    tight.budget_bytes = resident + (peak - resident) * 3 / 4;
     options.policy = PolicyChoice{"dtr", {}};
     options.engine = EngineKind::fast;
     const RunResult dtr_fast = simulate(trace, machine, tight, options);
