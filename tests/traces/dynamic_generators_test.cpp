@@ -89,18 +89,18 @@ int ops_of_type(const Trace& trace, int iteration, const std::string& type)
   return count;
 }
 
-// var-LSTM, L steps: forward 4L + 1 (embed, gates, cell, hidden per step; classifier), loss 1, backward 4L + 1,
-// gradient sums L (gates feed cell and hidden) + (L - 1) (c_t feeds hidden_t and cell_t+1) + 3 (L - 1) (embed.w,
-// lstm.w, lstm.b read by every step), Adam 4: 13 L + 3.
+// var-LSTM, L steps: forward 4L + 2 (the embedding lookup; select, gates, cell, hidden per step; classifier), loss
+// 1, backward 4L + 2, gradient sums L (gates feed cell and hidden) + (L - 1) (c_t feeds hidden_t and cell_t+1) +
+// 3 (L - 1) (the embedded sequence, lstm.w and lstm.b are read by every step), Adam 4: 13 L + 5.
 TEST(VarLstm, OpsPerIterationMatchTheHandCount)
 {
   for (int length : {2, 3}) {
     const Trace trace = generate_var_lstm(tiny_lstm(length, length), kRoofline);
     for (auto [iteration, count] : ops_per_iteration(trace))
-      EXPECT_EQ(count, 13 * length + 3) << "length " << length << ", iteration " << iteration;
+      EXPECT_EQ(count, 13 * length + 5) << "length " << length << ", iteration " << iteration;
   }
   const Trace two = generate_var_lstm(tiny_lstm(2, 2, 1), kRoofline);
-  EXPECT_EQ(two.ops.size(), 29u);
+  EXPECT_EQ(two.ops.size(), 31u);
   EXPECT_EQ(two.decisions, (std::vector<std::vector<std::string>>{{"step0", "step1"}}));
   // Lengths drawn from [2, 5]: each iteration's count follows its recorded length.
   const Trace mixed = generate_var_lstm(tiny_lstm(2, 5, 8), kRoofline);
@@ -109,22 +109,24 @@ TEST(VarLstm, OpsPerIterationMatchTheHandCount)
   for (auto [iteration, count] : ops_per_iteration(mixed)) {
     const std::size_t length = mixed.decisions[static_cast<std::size_t>(iteration)].size();
     lengths.insert(length);
-    EXPECT_EQ(count, 13 * static_cast<int>(length) + 3);
+    EXPECT_EQ(count, 13 * static_cast<int>(length) + 5);
     EXPECT_EQ(ops_of_type(mixed, iteration, "lstm_gates"), static_cast<int>(length));
   }
   EXPECT_GT(lengths.size(), 1u) << "eight draws from [2, 5] all gave the same length";
 }
 
-// Tree-LSTM over n leaves: forward n + 3 (n - 1) + 1, loss 1, backward the same, gradient sums (n - 1) gates +
-// (n - 2) non-root cell states + (n - 1) embed.w + 2 (n - 2) tree.w/tree.b, Adam 4: 13 n - 7 (32 for 3 leaves).
+// Tree-LSTM over n leaves: forward 1 + n + 3 (n - 1) + 1 (lookup, a select per leaf, a cell per internal node,
+// classifier), loss 1, backward the same, gradient sums (n - 1) gates + (n - 2) non-root cell states + (n - 1) the
+// embedded sentence + 2 (n - 2) tree.w/tree.b, Adam 4: 13 n - 5 (34 for 3 leaves).
 TEST(TreeLstm, AThreeLeafTreeHasTwoCells)
 {
   const Trace trace = generate_tree_lstm(tiny_tree(3, 3), kRoofline);
   ASSERT_EQ(trace.decisions.size(), 3u);
   for (auto [iteration, count] : ops_per_iteration(trace)) {
-    EXPECT_EQ(count, 32);
+    EXPECT_EQ(count, 34);
     EXPECT_EQ(ops_of_type(trace, iteration, "tree_lstm_gates"), 2);
-    EXPECT_EQ(ops_of_type(trace, iteration, "embedding"), 3);
+    EXPECT_EQ(ops_of_type(trace, iteration, "select"), 3);
+    EXPECT_EQ(ops_of_type(trace, iteration, "embedding"), 1);
     const auto& nodes = trace.decisions[static_cast<std::size_t>(iteration)];
     ASSERT_EQ(nodes.size(), 2u);
     EXPECT_EQ(nodes[1], "node[0,3)"); // the root, merged last
@@ -132,7 +134,7 @@ TEST(TreeLstm, AThreeLeafTreeHasTwoCells)
   }
   for (int leaves = 2; leaves <= 6; ++leaves)
     EXPECT_EQ(generate_tree_lstm(tiny_tree(leaves, leaves, 1), kRoofline).ops.size(),
-              static_cast<std::size_t>(13 * leaves - 7));
+              static_cast<std::size_t>(13 * leaves - 5));
 }
 
 // One layer, one group, top-2: forward router + 2 x (up, down) + combine + classifier = 7, loss 1, backward 7, one
@@ -238,7 +240,7 @@ TEST(DynamicGenerators, RegisteredWithTheirParameters)
                                   return kRoofline;
                                 });
   EXPECT_EQ(asked, "fp16");
-  EXPECT_EQ(trace.ops.size(), 2u * (13 * 3 + 3));
+  EXPECT_EQ(trace.ops.size(), 2u * (13 * 3 + 5));
   // Times from the roofline the registry passes: the largest of flops / peak and bytes / bandwidth, plus launch.
   for (const Op& op : trace.ops)
     EXPECT_DOUBLE_EQ(op.time_s, std::max(*op.flops / 10e12, *op.bytes_accessed / 1e12) + 5e-6) << op.name;

@@ -82,12 +82,16 @@ Trace generate_var_lstm(const VarLstmSpec& spec, const Roofline& roofline)
     const int length = draws.between(spec.min_len, spec.max_len);
     builder.begin_iteration(k);
     const TensorId tokens = builder.input("tokens", {b, length}, 8);
+    // One lookup for the whole sequence, one select per step (as a PyTorch model indexes it): the lookup's
+    // gradient is one dense embed.w gradient per iteration, each select's a sequence-sized partial.
+    const TensorId embedded =
+        builder.forward("embed", "embedding", 0, {tokens, embedding}, {b, length, e}, bd * length * ed, kBatch);
     const TensorId labels = builder.input("labels", {b}, 8);
     std::optional<TensorId> hidden, cell;
     for (int t = 0; t < length; ++t) {
       builder.decide(fmt::format("step{}", t));
       const std::string p = fmt::format("t{}", t);
-      const TensorId x = builder.forward(p + ".embed", "embedding", t, {tokens, embedding}, {b, e}, bd * ed, kBatch);
+      const TensorId x = builder.forward(p + ".select", "select", t, {embedded}, {b, e}, bd * ed, kBatch);
       std::vector<TensorId> gate_inputs{x, lstm_w, lstm_b};
       if (hidden)
         gate_inputs.push_back(*hidden);
@@ -133,11 +137,13 @@ Trace generate_tree_lstm(const TreeLstmSpec& spec, const Roofline& roofline)
     const int leaves = draws.between(spec.min_leaves, spec.max_leaves);
     builder.begin_iteration(k);
     const TensorId tokens = builder.input("tokens", {b, leaves}, 8);
+    const TensorId embedded =
+        builder.forward("embed", "embedding", 0, {tokens, embedding}, {b, leaves, h}, bd * leaves * hd, kBatch);
     const TensorId labels = builder.input("labels", {b}, 8);
     std::vector<Node> frontier;
     for (int i = 0; i < leaves; ++i) {
       const TensorId x =
-          builder.forward(fmt::format("leaf{}.embed", i), "embedding", 0, {tokens, embedding}, {b, h}, bd * hd, kBatch);
+          builder.forward(fmt::format("leaf{}.select", i), "select", 0, {embedded}, {b, h}, bd * hd, kBatch);
       frontier.push_back(Node{i, i + 1, x, std::nullopt});
     }
     // Merge a random pair of neighbours until one root is left: leaves - 1 internal nodes.

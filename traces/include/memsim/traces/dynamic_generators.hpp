@@ -12,7 +12,8 @@
 namespace memsim {
 
 // var-LSTM: a sequence classifier; per iteration the sequence length is drawn uniformly from [min_len, max_len]
-// and the LSTM cell is unrolled once per step (embedding, gates, cell state, hidden state). Decisions: "step<t>"
+// and the LSTM cell is unrolled once per step (the sequence embedded once; per step a select, gates, cell state,
+// hidden state). Decisions: "step<t>"
 // for every step taken.
 struct VarLstmSpec {
   int iterations = 4;
@@ -28,9 +29,9 @@ struct VarLstmSpec {
 };
 
 // Tree-LSTM (binary, Tai et al.): per iteration a leaf count drawn uniformly from [min_leaves, max_leaves] and a
-// random binary tree over them (adjacent pairs merged in a seeded order); every leaf is an embedding lookup, every
-// internal node one Tree-LSTM cell (gates, cell state, hidden state), the root feeds a classifier. Decisions:
-// "node[a,b)" for every internal node spanning leaves a..b-1.
+// random binary tree over them (adjacent pairs merged in a seeded order); the sentence is embedded once and every leaf
+// selects its row, every internal node one Tree-LSTM cell (gates, cell state, hidden state), the root feeds a
+// classifier. Decisions: "node[a,b)" for every internal node spanning leaves a..b-1.
 struct TreeLstmSpec {
   int iterations = 4;
   std::int64_t seed = 1;
