@@ -1,6 +1,6 @@
-// Multi-iteration dynamic traces (memsim gen var-lstm|treelstm|moe) run on both engines: keep-all is feasible and
-// takes exactly the ops' summed time (one compute stream, nothing moves), at the default schedule's peak; under
-// the dtr policy with three quarters of the activation memory it fits by rematerializing, the same on both engines.
+// Multi-iteration dynamic traces (memsim gen var-lstm|treelstm|moe|var-bert) run on both engines: keep-all is feasible
+// and takes exactly the ops' summed time (one compute stream, nothing moves), at the default schedule's peak; under the
+// dtr policy with three quarters of the activation memory it fits by rematerializing, the same on both engines.
 #include "engine_comparison.hpp"
 #include "simulate_in_child.hpp"
 
@@ -55,7 +55,17 @@ std::vector<Trace> dynamic_traces()
   moe.hidden = 32;
   moe.ffn = 64;
   moe.classes = 4;
-  return {generate_var_lstm(lstm, kRoofline), generate_tree_lstm(tree, kRoofline), generate_moe(moe, kRoofline)};
+  VarBertSpec bert;
+  bert.iterations = 3;
+  bert.min_seq = 16;
+  bert.max_seq = 64;
+  bert.layers = 2;
+  bert.hidden = 32;
+  bert.heads = 4;
+  bert.batch = 16;
+  bert.vocab = 64;
+  return {generate_var_lstm(lstm, kRoofline), generate_tree_lstm(tree, kRoofline), generate_moe(moe, kRoofline),
+          generate_var_bert(bert, kRoofline)};
 }
 
 TEST(DynamicTraces, KeepAllAndDtrRunOnBothEngines)

@@ -5,6 +5,7 @@
 #include "memsim/traces/dynamic_generators.hpp"
 #include "memsim/traces/generator_registry.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <gmock/gmock.h>
@@ -249,6 +250,45 @@ TEST(DynamicGenerators, RegisteredWithTheirParameters)
                                             [](const std::string&) { return kRoofline; }));
   EXPECT_THROW(generate_moe(tiny_moe(1, 1, 5), kRoofline), InputError); // top-k above the 4 experts
   EXPECT_THROW(generate_var_lstm(tiny_lstm(4, 3), kRoofline), InputError);
+}
+
+// var-BERT's iteration k is the transformer generator's trace at the drawn length: the same op types and times in
+// the same order (names carry the iteration prefix), the weights shared.
+TEST(VarBert, EachIterationIsTheTransformerAtItsLength)
+{
+  VarBertSpec spec;
+  spec.iterations = 4;
+  spec.min_seq = 3;
+  spec.max_seq = 9;
+  spec.layers = 2;
+  spec.hidden = 8;
+  spec.heads = 2;
+  spec.batch = 2;
+  spec.vocab = 11;
+  const Trace trace = generate_var_bert(spec, kRoofline);
+  ASSERT_EQ(trace.decisions.size(), 4u);
+  std::size_t next = 0;
+  for (int k = 0; k < spec.iterations; ++k) {
+    const auto seq = static_cast<int>(trace.decisions[static_cast<std::size_t>(k)].size());
+    EXPECT_GE(seq, 3);
+    EXPECT_LE(seq, 9);
+    const Trace single =
+        generate_transformer(TransformerSpec{spec.layers, spec.hidden, spec.heads, seq, spec.batch, spec.vocab, "fp32"},
+                             kRoofline);
+    for (const Op& op : single.ops) {
+      ASSERT_LT(next, trace.ops.size());
+      const Op& dynamic = trace.ops[next++];
+      EXPECT_EQ(dynamic.iteration, k);
+      EXPECT_EQ(dynamic.name, fmt::format("it{}.{}", k, op.name));
+      EXPECT_EQ(dynamic.type, op.type);
+      EXPECT_DOUBLE_EQ(dynamic.time_s, op.time_s) << op.name;
+    }
+  }
+  EXPECT_EQ(next, trace.ops.size());
+  int weights = 0;
+  for (const Tensor& tensor : trace.tensors)
+    weights += tensor.kind == TensorKind::weight ? 1 : 0;
+  EXPECT_EQ(weights, 2 + 6 * spec.layers); // embedding, LM head, six per layer: once for all iterations
 }
 
 TEST(Decisions, JaccardDistanceOnHandMadeSets)

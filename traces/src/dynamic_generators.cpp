@@ -248,4 +248,27 @@ Trace generate_moe(const MoeSpec& spec, const Roofline& roofline)
   return builder.finish();
 }
 
+Trace generate_var_bert(const VarBertSpec& spec, const Roofline& roofline)
+{
+  check_at_least(spec.iterations, 1, "iterations");
+  check_at_least(spec.min_seq, 1, "min-seq");
+  check_range(spec.min_seq, spec.max_seq, "min-seq", "max-seq");
+  TransformerSpec layers{spec.layers, spec.hidden, spec.heads, spec.min_seq, spec.batch, spec.vocab, spec.dtype};
+  check_transformer(layers);
+  check_at_least(spec.vocab, 1, "vocab");
+  TraceBuilder builder(fmt::format("var-bert-l{}-h{}-b{}-seq{}-{}-seed{}", spec.layers, spec.hidden, spec.batch,
+                                   spec.min_seq, spec.max_seq, spec.seed),
+                       spec.dtype, spec.batch, roofline);
+  SeededDraws draws(spec.seed);
+  for (int k = 0; k < spec.iterations; ++k) {
+    layers.seq = draws.between(spec.min_seq, spec.max_seq);
+    builder.begin_iteration(k);
+    for (int t = 0; t < layers.seq; ++t)
+      builder.decide(fmt::format("pos{}", t));
+    record_transformer_iteration(builder, layers);
+    builder.backward_and_update();
+  }
+  return builder.finish();
+}
+
 } // namespace memsim

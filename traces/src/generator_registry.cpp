@@ -130,6 +130,20 @@ GeneratorInfo moe_generator()
       generate_moe);
 }
 
+GeneratorInfo var_bert_generator()
+{
+  return dynamic_generator<VarBertSpec>(
+      "var-bert", "BERT-style encoder (the transformer generator's layers): sequence length drawn per iteration",
+      {param("min_seq", &VarBertSpec::min_seq, "shortest sequence", positive()),
+       param("max_seq", &VarBertSpec::max_seq, "longest sequence", positive()),
+       param("layers", &VarBertSpec::layers, "transformer layers", positive()),
+       param("hidden", &VarBertSpec::hidden, "hidden size", positive()),
+       param("heads", &VarBertSpec::heads, "attention heads", positive()),
+       param("batch", &VarBertSpec::batch, "batch size", positive()),
+       param("vocab", &VarBertSpec::vocab, "vocabulary (embedding and LM head)", positive())},
+      generate_var_bert);
+}
+
 } // namespace
 
 GeneratorRegistry& generator_registry()
@@ -142,6 +156,7 @@ GeneratorRegistry& generator_registry()
     register_or_abort(generators, var_lstm_generator());
     register_or_abort(generators, tree_lstm_generator());
     register_or_abort(generators, moe_generator());
+    register_or_abort(generators, var_bert_generator());
     return generators;
   }();
   return registry;

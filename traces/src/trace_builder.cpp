@@ -54,6 +54,16 @@ TensorId TraceBuilder::weight(const std::string& name, Shape shape, int layer)
   return id;
 }
 
+TensorId TraceBuilder::shared_weight(const std::string& name, Shape shape, int layer)
+{
+  auto known = shared_weights_.find(name);
+  if (known != shared_weights_.end())
+    return known->second;
+  const TensorId id = weight(name, std::move(shape), layer);
+  shared_weights_.emplace(name, id);
+  return id;
+}
+
 TensorId TraceBuilder::forward(const std::string& name, const std::string& type, int layer,
                                const std::vector<TensorId>& inputs, Shape output_shape, double flops, SplitDims split,
                                double workspace)

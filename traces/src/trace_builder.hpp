@@ -28,6 +28,8 @@ public:
   }
   // A weight (no batch axis) updated by Adam; `layer` is the layer of its update op.
   TensorId weight(const std::string& name, Shape shape, int layer);
+  // The weight named `name`, made by the first call (as weight()); later calls (other iterations) get the same one.
+  TensorId shared_weight(const std::string& name, Shape shape, int layer);
 
   // A forward op: reads `inputs` (activations and weights), produces one activation of `output_shape` (batch axis 0).
   TensorId forward(const std::string& name, const std::string& type, int layer, const std::vector<TensorId>& inputs,
@@ -69,11 +71,17 @@ private:
   std::map<TensorId, TensorId> weight_grad_of_; // weight -> its gradient so far
   std::vector<TensorId> updated_weights_;       // in the order their first gradient appears: the updates' order
   std::map<TensorId, int> layer_of_weight_;
+  std::map<std::string, TensorId> shared_weights_;
   std::map<TensorId, std::pair<TensorId, TensorId>> adam_moments_; // weight -> (m, v), made at its first update
   std::map<TensorId, int> partials_of_;                            // partial gradients made so far, per tensor (names)
   std::map<TensorId, int> sums_of_;                                // gradient sums made so far, per tensor (names)
   int iteration_ = 0;
   std::string prefix_; // "it<k>." in a multi-iteration trace
 };
+
+// One training iteration's forward pass and loss of the transformer stack (generate_transformer; var-bert records
+// one per iteration with its own sequence length, the weights shared). Checks: check_transformer.
+void check_transformer(const TransformerSpec& spec);
+void record_transformer_iteration(TraceBuilder& builder, const TransformerSpec& spec);
 
 } // namespace memsim

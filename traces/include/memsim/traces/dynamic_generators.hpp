@@ -61,8 +61,24 @@ struct MoeSpec {
   std::string dtype = "fp32";
 };
 
+// var-BERT: the transformer generator's encoder stack (embedding, layers, LM head) with the sequence length drawn
+// uniformly from [min_seq, max_seq] per iteration. Decisions: "pos<t>" for every position present.
+struct VarBertSpec {
+  int iterations = 4;
+  std::int64_t seed = 1;
+  int min_seq = 32;
+  int max_seq = 512;
+  int layers = 12;
+  int hidden = 768;
+  int heads = 12;
+  int batch = 32;
+  int vocab = 30522;
+  std::string dtype = "fp32";
+};
+
 Trace generate_var_lstm(const VarLstmSpec& spec, const Roofline& roofline);
 Trace generate_tree_lstm(const TreeLstmSpec& spec, const Roofline& roofline);
 Trace generate_moe(const MoeSpec& spec, const Roofline& roofline);
+Trace generate_var_bert(const VarBertSpec& spec, const Roofline& roofline);
 
 } // namespace memsim
