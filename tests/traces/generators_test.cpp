@@ -17,7 +17,7 @@ const Roofline kRoofline{10e12, 1e12, 5e-6, "test-gpu"};
 TEST(GeneratorRegistry, BindsParametersToTheSpec)
 {
   const GeneratorRegistry& registry = generator_registry();
-  EXPECT_EQ(registry.names(), "cnn, preset, transformer");
+  EXPECT_EQ(registry.names(), "cnn, moe, preset, transformer, treelstm, var-bert, var-lstm");
   const GeneratorInfo& cnn = registry.get("cnn");
   std::string asked_dtype;
   const Trace trace = cnn.make(

@@ -73,6 +73,33 @@ TEST(TraceCli, GenListsThePresetsAndWritesOne)
   EXPECT_EQ(test::run_command(memsim("gen")).exit_code, 2);
 }
 
+// A dynamic trace from the command line: twice the same bytes for one seed, and its decisions summarized (var-lstm
+// with lengths 2..2: every iteration takes steps 0 and 1, so every distance is 0).
+TEST(TraceCli, GenVarLstmThenDecisions)
+{
+  test::ScratchDir dir;
+  const std::string args = "gen var-lstm --iterations 3 --min-len 2 --max-len 2 --batch 2 --hidden 8 --embed 4 "
+                           "--vocab 16 --classes 3 --seed 5 --machine v100-32gb-pcie3 --out ";
+  ASSERT_EQ(test::run_command(memsim(args + (dir / "a.trace.json").string())).exit_code, 0);
+  ASSERT_EQ(test::run_command(memsim(args + (dir / "b.trace.json").string())).exit_code, 0);
+  EXPECT_EQ(test::read_file(dir / "a.trace.json"), test::read_file(dir / "b.trace.json"));
+  const auto decisions = test::run_command(memsim("trace decisions --json " + (dir / "a.trace.json").string()), true);
+  ASSERT_EQ(decisions.exit_code, 0) << decisions.output;
+  const auto json = nlohmann::json::parse(decisions.output);
+  EXPECT_EQ(json["iterations"], 3);
+  EXPECT_EQ(json["jaccard_to_first"], nlohmann::json({0.0, 0.0, 0.0}));
+  EXPECT_EQ(json["table_i_shares"], nlohmann::json({1.0, 0.0, 0.0, 0.0, 0.0}));
+  // A trace without decisions is refused with exit 2.
+  const auto resnet = dir / "r.trace.json";
+  ASSERT_EQ(test::run_command(memsim("gen cnn --depth 2 --batch 1 --image 8 --machine v100-32gb-pcie3 --out " +
+                                     resnet.string()))
+                .exit_code,
+            0);
+  const auto refused = test::run_command(memsim("trace decisions " + resnet.string()));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.output.find("records no decisions"), std::string::npos) << refused.output;
+}
+
 TEST(TraceCli, PlotWritesAPng)
 {
   test::ScratchDir dir;

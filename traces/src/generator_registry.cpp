@@ -2,6 +2,7 @@
 // that defines the registry, so that every program using the registry links them.
 #include "memsim/traces/generator_registry.hpp"
 
+#include "memsim/traces/dynamic_generators.hpp"
 #include "memsim/traces/model_presets.hpp"
 
 namespace memsim {
@@ -68,6 +69,81 @@ GeneratorInfo preset_generator()
       generate_preset);
 }
 
+// The dynamic networks' common parameters: how many iterations the trace holds and the seed of their decisions.
+template <class Spec>
+std::vector<BoundParam<Spec>> dynamic_params()
+{
+  return {
+      param("iterations", &Spec::iterations, "training iterations in the trace (a different graph each)", positive()),
+      param("seed", &Spec::seed, "seed of the per-iteration decisions (same seed: byte-identical trace)", {.min = 0})};
+}
+
+template <class Spec>
+GeneratorInfo dynamic_generator(std::string name, std::string description, std::vector<BoundParam<Spec>> own,
+                                Trace (*generate)(const Spec&, const Roofline&))
+{
+  std::vector<BoundParam<Spec>> all = dynamic_params<Spec>();
+  all.insert(all.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+  all.push_back(param("dtype", &Spec::dtype, "element type", dtypes()));
+  return generator<Spec>(std::move(name), std::move(description), ParamList<Spec>(std::move(all)), generate);
+}
+
+GeneratorInfo var_lstm_generator()
+{
+  return dynamic_generator<VarLstmSpec>(
+      "var-lstm", "variable-length LSTM classifier: sequence length drawn per iteration, the cell unrolled per step",
+      {param("min_len", &VarLstmSpec::min_len, "shortest sequence", positive()),
+       param("max_len", &VarLstmSpec::max_len, "longest sequence", positive()),
+       param("batch", &VarLstmSpec::batch, "batch size", positive()),
+       param("hidden", &VarLstmSpec::hidden, "LSTM hidden size", positive()),
+       param("embed", &VarLstmSpec::embed, "token embedding size", positive()),
+       param("vocab", &VarLstmSpec::vocab, "vocabulary", positive()),
+       param("classes", &VarLstmSpec::classes, "classifier outputs", positive())},
+      generate_var_lstm);
+}
+
+GeneratorInfo tree_lstm_generator()
+{
+  return dynamic_generator<TreeLstmSpec>(
+      "treelstm", "binary Tree-LSTM: a random tree per iteration, one cell per internal node, leaves embedded",
+      {param("min_leaves", &TreeLstmSpec::min_leaves, "fewest leaves (tokens)", {.min = 2}),
+       param("max_leaves", &TreeLstmSpec::max_leaves, "most leaves (tokens)", {.min = 2}),
+       param("batch", &TreeLstmSpec::batch, "batch size", positive()),
+       param("hidden", &TreeLstmSpec::hidden, "hidden size", positive()),
+       param("vocab", &TreeLstmSpec::vocab, "vocabulary", positive()),
+       param("classes", &TreeLstmSpec::classes, "classifier outputs", positive())},
+      generate_tree_lstm);
+}
+
+GeneratorInfo moe_generator()
+{
+  return dynamic_generator<MoeSpec>(
+      "moe", "mixture of experts: a seeded router picks top-k experts per token group, per layer and iteration",
+      {param("layers", &MoeSpec::layers, "MoE layers", positive()),
+       param("experts", &MoeSpec::experts, "experts per layer", positive()),
+       param("top_k", &MoeSpec::top_k, "experts per token group", positive()),
+       param("groups", &MoeSpec::groups, "token groups (the batch)", positive()),
+       param("group_tokens", &MoeSpec::group_tokens, "tokens per group", positive()),
+       param("hidden", &MoeSpec::hidden, "hidden size", positive()),
+       param("ffn", &MoeSpec::ffn, "expert FFN inner size", positive()),
+       param("classes", &MoeSpec::classes, "classifier outputs", positive())},
+      generate_moe);
+}
+
+GeneratorInfo var_bert_generator()
+{
+  return dynamic_generator<VarBertSpec>(
+      "var-bert", "BERT-style encoder (the transformer generator's layers): sequence length drawn per iteration",
+      {param("min_seq", &VarBertSpec::min_seq, "shortest sequence", positive()),
+       param("max_seq", &VarBertSpec::max_seq, "longest sequence", positive()),
+       param("layers", &VarBertSpec::layers, "transformer layers", positive()),
+       param("hidden", &VarBertSpec::hidden, "hidden size", positive()),
+       param("heads", &VarBertSpec::heads, "attention heads", positive()),
+       param("batch", &VarBertSpec::batch, "batch size", positive()),
+       param("vocab", &VarBertSpec::vocab, "vocabulary (embedding and LM head)", positive())},
+      generate_var_bert);
+}
+
 } // namespace
 
 GeneratorRegistry& generator_registry()
@@ -77,6 +153,10 @@ GeneratorRegistry& generator_registry()
     register_or_abort(generators, cnn_generator());
     register_or_abort(generators, transformer_generator());
     register_or_abort(generators, preset_generator());
+    register_or_abort(generators, var_lstm_generator());
+    register_or_abort(generators, tree_lstm_generator());
+    register_or_abort(generators, moe_generator());
+    register_or_abort(generators, var_bert_generator());
     return generators;
   }();
   return registry;

@@ -97,7 +97,7 @@ Trace generate_cnn(const CnnSpec& spec, const Roofline& roofline)
   return builder.finish();
 }
 
-Trace generate_transformer(const TransformerSpec& spec, const Roofline& roofline)
+void check_transformer(const TransformerSpec& spec)
 {
   check_positive(spec.layers, "layers");
   check_positive(spec.hidden, "hidden");
@@ -106,10 +106,12 @@ Trace generate_transformer(const TransformerSpec& spec, const Roofline& roofline
   check_positive(spec.batch, "batch");
   if (spec.hidden % spec.heads != 0)
     throw InputError("--heads", fmt::format("hidden ({}) must be a multiple of heads ({})", spec.hidden, spec.heads));
+}
+
+void record_transformer_iteration(TraceBuilder& builder, const TransformerSpec& spec)
+{
   const std::int64_t b = spec.batch, s = spec.seq, h = spec.hidden, a = spec.heads;
   const double tokens = static_cast<double>(b * s), hd = static_cast<double>(h), sd = static_cast<double>(s);
-  TraceBuilder builder(fmt::format("transformer-l{}-h{}-s{}-b{}", spec.layers, spec.hidden, spec.seq, spec.batch),
-                       spec.dtype, spec.batch, roofline);
   const SplitDims token_split{"batch", "sequence"};
   const SplitDims attention_split{"batch", "sequence", "heads"};
   int layer = 0;
@@ -117,7 +119,7 @@ Trace generate_transformer(const TransformerSpec& spec, const Roofline& roofline
   TensorId x;
   if (spec.vocab > 0) {
     TensorId token_ids = builder.input("tokens", {b, s}, 8);
-    TensorId embedding = builder.weight("embedding.w", {spec.vocab, h}, layer);
+    TensorId embedding = builder.shared_weight("embedding.w", {spec.vocab, h}, layer);
     x = builder.forward("embedding", "embedding", layer, {token_ids, embedding}, {b, s, h}, tokens * hd, token_split);
     ++layer;
   } else {
@@ -126,7 +128,7 @@ Trace generate_transformer(const TransformerSpec& spec, const Roofline& roofline
   for (int l = 0; l < spec.layers; ++l, ++layer) {
     const std::string p = fmt::format("l{}", layer);
     auto weight = [&](const std::string& name, Shape shape) {
-      return builder.weight(p + "." + name, std::move(shape), layer);
+      return builder.shared_weight(p + "." + name, std::move(shape), layer);
     };
     TensorId ln1 = builder.forward(p + ".ln1", "layernorm", layer, {x, weight("ln1.w", {2, h})}, {b, s, h},
                                    8 * tokens * hd, token_split);
@@ -151,11 +153,19 @@ Trace generate_transformer(const TransformerSpec& spec, const Roofline& roofline
     x = builder.forward(p + ".add2", "add", layer, {res1, fc2}, {b, s, h}, tokens * hd, token_split);
   }
   if (spec.vocab > 0) {
-    TensorId head = builder.weight("lm_head.w", {h, spec.vocab}, layer);
+    TensorId head = builder.shared_weight("lm_head.w", {h, spec.vocab}, layer);
     x = builder.forward("lm_head", "matmul", layer, {x, head}, {b, s, spec.vocab},
                         2 * tokens * hd * static_cast<double>(spec.vocab), token_split);
   }
   builder.loss({x}, labels, std::max(0, layer - (spec.vocab > 0 ? 0 : 1)), token_split);
+}
+
+Trace generate_transformer(const TransformerSpec& spec, const Roofline& roofline)
+{
+  check_transformer(spec);
+  TraceBuilder builder(fmt::format("transformer-l{}-h{}-s{}-b{}", spec.layers, spec.hidden, spec.seq, spec.batch),
+                       spec.dtype, spec.batch, roofline);
+  record_transformer_iteration(builder, spec);
   builder.backward_and_update();
   return builder.finish();
 }

@@ -10,10 +10,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <utility>
 
 namespace memsim {
@@ -220,6 +222,33 @@ std::uint64_t dtype_bytes(std::string_view dtype)
 
 namespace {
 
+// `decisions`, when present: one entry per iteration of the ops, each choice id named once in its iteration.
+template <typename Where>
+void check_decisions(const Trace& trace, Where where)
+{
+  if (trace.decisions.empty())
+    return;
+  int last_iteration = 0;
+  for (const Op& op : trace.ops)
+    last_iteration = std::max(last_iteration, op.iteration);
+  const auto iterations = static_cast<std::size_t>(last_iteration) + 1;
+  if (trace.decisions.size() != iterations)
+    throw InputError(where("/decisions"),
+                     fmt::format("{} entries, but the ops run {} iteration{} (one entry per iteration)",
+                                 trace.decisions.size(), iterations, iterations == 1 ? "" : "s"));
+  for (std::size_t k = 0; k < trace.decisions.size(); ++k) {
+    std::set<std::string_view> seen;
+    for (std::size_t i = 0; i < trace.decisions[k].size(); ++i) {
+      const std::string& choice = trace.decisions[k][i];
+      if (choice.empty())
+        throw InputError(where(fmt::format("/decisions/{}/{}", k, i)), "a decision must not be empty");
+      if (!seen.insert(choice).second)
+        throw InputError(where(fmt::format("/decisions/{}/{}", k, i)),
+                         fmt::format("decision '{}' appears twice in iteration {}", choice, k));
+    }
+  }
+}
+
 // Semantic checks that need the whole document; `where(path)` formats the location of an element.
 template <typename Where>
 void check_trace(const Trace& trace, Where where)
@@ -279,6 +308,7 @@ void check_trace(const Trace& trace, Where where)
       first = op.id;
     }
   }
+  check_decisions(trace, where);
   for (const Op& op : trace.ops)
     if (auto problem = derived_op_problem(op, op_count))
       throw InputError(where(fmt::format("/ops/{}/{}", op.id, op.split_of ? "split_of" : "fused_from")), *problem);
@@ -307,7 +337,7 @@ Trace trace_from_text(const std::string& text, const std::string& source_name)
   const fast_json::Document document(text, source_name);
   const fast_json::Node root = document.root();
   root.expect_format("memsim-trace", 1);
-  root.only_keys({"format", "version", "name", "source", "tensors", "ops", "notes"});
+  root.only_keys({"format", "version", "name", "source", "tensors", "ops", "decisions", "notes"});
   Trace trace;
   trace.name = root.get_string("name", "unnamed");
   if (root.has("source")) {
@@ -329,6 +359,15 @@ Trace trace_from_text(const std::string& text, const std::string& source_name)
   reserve_huge(trace.ops, ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i)
     trace.ops.push_back(read_op(ops.item(i), static_cast<std::int64_t>(i)));
+  if (root.has("decisions")) {
+    auto decisions = root.at("decisions");
+    for (std::size_t k = 0; k < decisions.size(); ++k) {
+      auto taken = decisions.item(k);
+      std::vector<std::string>& choices = trace.decisions.emplace_back();
+      for (std::size_t i = 0; i < taken.size(); ++i)
+        choices.push_back(taken.item(i).as_string());
+    }
+  }
   check_trace(trace, [&](const std::string& path) { return fmt::format("{}: at {}", source_name, path); });
   time_derived_ops(trace.ops);
   return trace;
@@ -424,9 +463,12 @@ nlohmann::json trace_to_json(const Trace& trace)
   json ops = json::array();
   for (const Op& op : trace.ops)
     ops.push_back(op_to_json(op));
-  return json{
+  json document{
       {"format", "memsim-trace"},      {"version", 1},         {"name", trace.name}, {"source", std::move(source)},
       {"tensors", std::move(tensors)}, {"ops", std::move(ops)}};
+  if (!trace.decisions.empty())
+    document["decisions"] = trace.decisions;
+  return document;
 }
 
 Trace load_trace(const std::filesystem::path& path)

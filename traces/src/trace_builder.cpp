@@ -8,6 +8,9 @@ namespace memsim {
 
 namespace {
 
+// "grad.sum" for the first, then "grad.sum2", "grad.sum3", ...: unique names for tensors read many times.
+std::string numbered(const std::string& stem, int count) { return count > 1 ? fmt::format("{}{}", stem, count) : stem; }
+
 std::vector<TensorId> unique(const std::vector<TensorId>& ids)
 {
   std::vector<TensorId> result;
@@ -31,7 +34,8 @@ TensorId TraceBuilder::tensor(std::string name, Shape shape, std::optional<int> 
 {
   Tensor tensor;
   tensor.id = static_cast<TensorId>(trace_.tensors.size());
-  tensor.name = std::move(name);
+  const bool shared = kind == TensorKind::weight || kind == TensorKind::optimizer_state;
+  tensor.name = shared ? std::move(name) : prefix_ + name;
   std::uint64_t elements = 1;
   for (std::int64_t extent : shape)
     elements *= static_cast<std::uint64_t>(extent);
@@ -47,6 +51,16 @@ TensorId TraceBuilder::weight(const std::string& name, Shape shape, int layer)
 {
   TensorId id = tensor(name, std::move(shape), std::nullopt, TensorKind::weight);
   layer_of_weight_[id] = layer;
+  return id;
+}
+
+TensorId TraceBuilder::shared_weight(const std::string& name, Shape shape, int layer)
+{
+  auto known = shared_weights_.find(name);
+  if (known != shared_weights_.end())
+    return known->second;
+  const TensorId id = weight(name, std::move(shape), layer);
+  shared_weights_.emplace(name, id);
   return id;
 }
 
@@ -68,8 +82,10 @@ void TraceBuilder::loss(const std::vector<TensorId>& predictions, TensorId label
   double bytes = 0;
   for (TensorId prediction : predictions) {
     bytes += static_cast<double>(trace_.tensor(prediction).bytes);
-    outputs.push_back(gradient_like("grad." + trace_.tensor(prediction).name, prediction, TensorKind::gradient));
+    outputs.push_back(gradient_like("grad." + base_name(trace_.tensor(prediction).name), prediction,
+                                    TensorKind::gradient));
     grad_of_[prediction] = outputs.back();
+    ++partials_of_[prediction];
   }
   add_op("loss", "cross_entropy", Phase::loss, layer, inputs, outputs, 4 * bytes, 0, std::move(split));
 }
@@ -88,9 +104,9 @@ void TraceBuilder::accumulate(std::map<TensorId, TensorId>& gradients, TensorId 
     gradients[of] = partial;
     return;
   }
-  const std::string name = trace_.tensor(of).name;
+  const std::string name = base_name(trace_.tensor(of).name);
   const TensorKind kind = trace_.tensor(partial).kind;
-  TensorId sum = gradient_like("grad.sum." + name, of, kind);
+  TensorId sum = gradient_like(numbered("grad.sum", ++sums_of_[of]) + "." + name, of, kind);
   const double elements = static_cast<double>(trace_.tensor(of).bytes) / static_cast<double>(element_bytes_);
   add_op("accumulate." + name, "add", Phase::backward, layer, {existing->second, partial}, {sum}, elements, 0, split);
   existing->second = sum;
@@ -112,21 +128,19 @@ void TraceBuilder::backward_and_update()
       inputs.push_back(in);
       if (source.kind == TensorKind::weight) {
         const bool tied = weight_grad_of_.count(in) > 0;
-        TensorId grad =
-            gradient_like(fmt::format("grad{}.{}", tied ? ".part" : "", source.name), in, TensorKind::weight_grad);
+        TensorId grad = gradient_like(partial_name(in), in, TensorKind::weight_grad);
         outputs.push_back(grad);
         weight_partials.emplace_back(in, grad);
         if (!tied)
           updated_weights_.push_back(in);
       } else if (source.kind == TensorKind::activation) {
-        TensorId grad = gradient_like(fmt::format("grad{}.{}", grad_of_.count(in) ? ".part" : "", source.name), in,
-                                      TensorKind::gradient);
+        TensorId grad = gradient_like(partial_name(in), in, TensorKind::gradient);
         outputs.push_back(grad);
         partials.emplace_back(in, grad);
       }
     }
-    add_op(forward.name + ".bwd", forward.type + "_backward", Phase::backward, forward.layer, unique(inputs), outputs,
-           2 * forward.flops.value_or(0), static_cast<double>(forward.workspace_bytes), forward.split);
+    add_op(base_name(forward.name) + ".bwd", forward.type + "_backward", Phase::backward, forward.layer, unique(inputs),
+           outputs, 2 * forward.flops.value_or(0), static_cast<double>(forward.workspace_bytes), forward.split);
     for (auto [activation, partial] : partials)
       accumulate(grad_of_, activation, partial, forward.layer, forward.split);
     for (auto [weight, partial] : weight_partials)
@@ -134,8 +148,13 @@ void TraceBuilder::backward_and_update()
   }
   for (TensorId weight : updated_weights_) {
     const std::string weight_name = trace_.tensor(weight).name;
-    TensorId m = gradient_like("adam.m." + weight_name, weight, TensorKind::optimizer_state);
-    TensorId v = gradient_like("adam.v." + weight_name, weight, TensorKind::optimizer_state);
+    auto moments = adam_moments_.find(weight);
+    if (moments == adam_moments_.end()) {
+      TensorId m = gradient_like("adam.m." + weight_name, weight, TensorKind::optimizer_state);
+      TensorId v = gradient_like("adam.v." + weight_name, weight, TensorKind::optimizer_state);
+      moments = adam_moments_.emplace(weight, std::pair{m, v}).first;
+    }
+    const auto [m, v] = moments->second;
     const double elements = static_cast<double>(trace_.tensor(weight).bytes) / static_cast<double>(element_bytes_);
     // In-place update of the weight and its moments: reads only, no new tensor. Elementwise: any axis splits it,
     // the first (output channels) is the one named.
@@ -150,7 +169,8 @@ void TraceBuilder::add_op(const std::string& name, const std::string& type, Phas
 {
   Op op;
   op.id = static_cast<OpId>(trace_.ops.size());
-  op.name = name;
+  op.name = prefix_ + name;
+  op.iteration = iteration_;
   op.type = type;
   op.phase = phase;
   op.layer = layer;
@@ -169,6 +189,38 @@ void TraceBuilder::add_op(const std::string& name, const std::string& type, Phas
   const double memory = roofline_.hbm_bandwidth > 0 ? bytes / roofline_.hbm_bandwidth : 0;
   op.time_s = std::max(compute, memory) + roofline_.launch_s;
   trace_.ops.push_back(std::move(op));
+}
+
+std::string TraceBuilder::partial_name(TensorId of)
+{
+  const int made = partials_of_[of]++;
+  const std::string name = base_name(trace_.tensor(of).name);
+  return made == 0 ? "grad." + name : numbered("grad.part", made) + "." + name;
+}
+
+std::string TraceBuilder::base_name(const std::string& name) const
+{
+  return name.starts_with(prefix_) ? name.substr(prefix_.size()) : name;
+}
+
+void TraceBuilder::begin_iteration(int iteration)
+{
+  iteration_ = iteration;
+  prefix_ = fmt::format("it{}.", iteration);
+  forward_ops_.clear();
+  grad_of_.clear();
+  weight_grad_of_.clear();
+  updated_weights_.clear();
+  partials_of_.clear();
+  sums_of_.clear();
+  trace_.decisions.resize(static_cast<std::size_t>(iteration) + 1);
+}
+
+void TraceBuilder::decide(std::string choice)
+{
+  if (trace_.decisions.empty())
+    trace_.decisions.resize(1);
+  trace_.decisions.back().push_back(std::move(choice));
 }
 
 Trace TraceBuilder::finish()

@@ -28,6 +28,8 @@ public:
   }
   // A weight (no batch axis) updated by Adam; `layer` is the layer of its update op.
   TensorId weight(const std::string& name, Shape shape, int layer);
+  // The weight named `name`, made by the first call (as weight()); later calls (other iterations) get the same one.
+  TensorId shared_weight(const std::string& name, Shape shape, int layer);
 
   // A forward op: reads `inputs` (activations and weights), produces one activation of `output_shape` (batch axis 0).
   TensorId forward(const std::string& name, const std::string& type, int layer, const std::vector<TensorId>& inputs,
@@ -37,6 +39,13 @@ public:
   void loss(const std::vector<TensorId>& predictions, TensorId labels, int layer, SplitDims split);
   void backward_and_update();
 
+  // Multi-iteration traces (dynamic networks): ops recorded from now on belong to iteration `iteration`, their
+  // names and those of the tensors they make (not weights or optimizer state) start with "it<k>.". Weights and
+  // Adam moments are one tensor each, shared by every iteration; gradients are per iteration.
+  void begin_iteration(int iteration);
+  // A control-flow decision taken in the current iteration (the trace's `decisions`).
+  void decide(std::string choice);
+
   const Tensor& tensor_at(TensorId id) const { return trace_.tensor(id); }
   std::size_t element_bytes() const { return element_bytes_; }
   Trace finish();
@@ -44,6 +53,10 @@ public:
 private:
   void add_op(const std::string& name, const std::string& type, Phase phase, int layer, std::vector<TensorId> inputs,
               std::vector<TensorId> outputs, double flops, double workspace, SplitDims split);
+  // `name` without the current iteration's prefix (names made from other tensors' names get it once).
+  std::string base_name(const std::string& name) const;
+  // The name of the next partial gradient of `of`: "grad.X", then "grad.part.X", "grad.part2.X", ...
+  std::string partial_name(TensorId of);
   // A gradient for `of` (same shape and batch axis), named after it.
   TensorId gradient_like(const std::string& name, TensorId of, TensorKind kind);
   // Adds `partial` into the gradient already recorded for `of` (an add op) or records it as the first one.
@@ -58,6 +71,17 @@ private:
   std::map<TensorId, TensorId> weight_grad_of_; // weight -> its gradient so far
   std::vector<TensorId> updated_weights_;       // in the order their first gradient appears: the updates' order
   std::map<TensorId, int> layer_of_weight_;
+  std::map<std::string, TensorId> shared_weights_;
+  std::map<TensorId, std::pair<TensorId, TensorId>> adam_moments_; // weight -> (m, v), made at its first update
+  std::map<TensorId, int> partials_of_;                            // partial gradients made so far, per tensor (names)
+  std::map<TensorId, int> sums_of_;                                // gradient sums made so far, per tensor (names)
+  int iteration_ = 0;
+  std::string prefix_; // "it<k>." in a multi-iteration trace
 };
+
+// One training iteration's forward pass and loss of the transformer stack (generate_transformer; var-bert records
+// one per iteration with its own sequence length, the weights shared). Checks: check_transformer.
+void check_transformer(const TransformerSpec& spec);
+void record_transformer_iteration(TraceBuilder& builder, const TransformerSpec& spec);
 
 } // namespace memsim

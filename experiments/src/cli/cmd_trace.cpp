@@ -1,10 +1,11 @@
-// memsim trace info|plot|rescale: look at a trace (counts, bytes by kind, default-schedule peak; memory over the
-// iteration), or rescale it to another batch size and GPU.
+// memsim trace info|decisions|plot|rescale: look at a trace (counts, bytes by kind, default-schedule peak; memory over
+// the iteration), or rescale it to another batch size and GPU.
 #include "commands.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/rescale.hpp"
 #include "memsim/sim/trace_analysis.hpp"
+#include "memsim/traces/decisions.hpp"
 #include "memsim/traces/summary.hpp"
 #include "memsim/traces/views.hpp"
 
@@ -86,6 +87,20 @@ void add_trace_command(CLI::App& app, Context& context)
       fmt::print("{}\n", summary_to_json(summary).dump(1));
     else
       fmt::print("{}", format_summary(summary));
+  });
+
+  CLI::App* decisions = trace->add_subcommand(
+      "decisions", "A dynamic trace's control-flow decisions: Jaccard distance between iterations (DyNN-Offload "
+                   "Table I: to iteration 0, in five bins; and to the previous iteration)");
+  decisions->add_option("TRACE", options->trace, "trace file with `decisions` (memsim gen var-lstm|treelstm|moe)")
+      ->required();
+  decisions->add_flag("--json", options->json, "one JSON object");
+  decisions->callback([options] {
+    const DecisionSummary summary = summarize_decisions(load_trace(options->trace), options->trace);
+    if (options->json)
+      fmt::print("{}\n", decision_summary_to_json(summary).dump(1));
+    else
+      fmt::print("{}", format_decision_summary(summary));
   });
 
   CLI::App* plot = trace->add_subcommand("plot", "Memory in use over the iteration under the default schedule (PNG)");

@@ -112,6 +112,7 @@ class ParamList {
 public:
   ParamList() = default;
   ParamList(std::initializer_list<BoundParam<Options>> params) : params_(params) {}
+  explicit ParamList(std::vector<BoundParam<Options>> params) : params_(std::move(params)) {}
 
   std::vector<ParamSpec> specs() const
   {

@@ -106,6 +106,10 @@ struct Trace {
   TraceSource source;
   std::vector<Tensor> tensors;
   std::vector<Op> ops;
+  // v2, optional (dynamic networks): per iteration, the control-flow decisions it took, each a distinct choice id
+  // ("step3", "node[0,2)", "l1.g0.e5"). Empty, or one entry per iteration 0..max(ops[].iteration); the loader
+  // keeps it so that `memsim trace decisions` can compare iterations (Jaccard distance, DyNN-Offload's Table I).
+  std::vector<std::vector<std::string>> decisions;
 
   const Tensor& tensor(TensorId id) const { return tensors.at(static_cast<std::size_t>(id)); }
   const Op& op(OpId id) const { return ops.at(static_cast<std::size_t>(id)); }

@@ -1,0 +1,109 @@
+// Multi-iteration dynamic traces (memsim gen var-lstm|treelstm|moe|var-bert) run on both engines: keep-all is feasible
+// and takes exactly the ops' summed time (one compute stream, nothing moves), at the default schedule's peak; under the
+// dtr policy with three quarters of the activation memory it fits by rematerializing, the same on both engines.
+#include "engine_comparison.hpp"
+#include "simulate_in_child.hpp"
+
+#include "memsim/planners/planner.hpp"
+#include "memsim/sim/simulator.hpp"
+#include "memsim/sim/trace_analysis.hpp"
+#include "memsim/traces/dynamic_generators.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace memsim {
+namespace {
+
+const Roofline kRoofline{14e12, 900e9, 5e-6, "test-gpu"};
+
+Machine pcie_machine()
+{
+  Machine machine;
+  machine.name = "one-gpu-pcie";
+  machine.gpus.push_back(Gpu{"gpu0", "test-gpu", 1ull << 36, {{"fp32", 14e12}}, 900e9, 0});
+  machine.host.memory = 1ull << 38;
+  machine.links.push_back(Link{"pcie", "gpu0", "host", 12e9, 1e-6, Duplex::split});
+  return machine;
+}
+
+std::vector<Trace> dynamic_traces()
+{
+  VarLstmSpec lstm;
+  lstm.iterations = 3;
+  lstm.min_len = 2;
+  lstm.max_len = 6;
+  lstm.batch = 512; // activations, not weights, dominate the peak: DTR has something to evict
+  lstm.hidden = 32;
+  lstm.embed = 16;
+  lstm.vocab = 64;
+  lstm.classes = 4;
+  TreeLstmSpec tree;
+  tree.iterations = 3;
+  tree.min_leaves = 3;
+  tree.max_leaves = 8;
+  tree.batch = 512;
+  tree.hidden = 32;
+  tree.vocab = 64;
+  MoeSpec moe;
+  moe.iterations = 3;
+  moe.layers = 2;
+  moe.experts = 4;
+  moe.groups = 4;
+  moe.group_tokens = 256;
+  moe.hidden = 32;
+  moe.ffn = 64;
+  moe.classes = 4;
+  VarBertSpec bert;
+  bert.iterations = 3;
+  bert.min_seq = 16;
+  bert.max_seq = 64;
+  bert.layers = 2;
+  bert.hidden = 32;
+  bert.heads = 4;
+  bert.batch = 16;
+  bert.vocab = 64;
+  return {generate_var_lstm(lstm, kRoofline), generate_tree_lstm(tree, kRoofline), generate_moe(moe, kRoofline),
+          generate_var_bert(bert, kRoofline)};
+}
+
+TEST(DynamicTraces, KeepAllAndDtrRunOnBothEngines)
+{
+  const Machine machine = pcie_machine();
+  for (const Trace& trace : dynamic_traces()) {
+    SCOPED_TRACE(trace.name);
+    const TraceAnalysis analysis(trace);
+    const std::uint64_t peak = analysis.default_profile().peak_bytes;
+    const Plan keep_all = make_plan("keep-all", trace, machine, PlanRequest{2 * peak});
+    SimOptions options{false};
+    options.engine = EngineKind::fast;
+    const RunResult fast = simulate(trace, machine, keep_all, options);
+    options.engine = EngineKind::simgrid;
+    const RunResult simgrid = test::simulate_in_child(trace, machine, keep_all, options);
+    for (const RunResult* run : {&fast, &simgrid}) {
+      ASSERT_TRUE(run->metrics.feasible) << (run->error ? run->error->message : "");
+      EXPECT_NEAR(run->metrics.iteration_time_s, trace.total_time_s(), 1e-9 * trace.total_time_s());
+      EXPECT_EQ(run->metrics.peak_device_bytes, peak);
+    }
+    EXPECT_EQ(test::compare_runs(simgrid, fast), std::vector<std::string>{});
+
+    // DTR with three quarters of the activation memory (weights, moments and inputs stay): it must fit by evicting and
+    // rematerializing, and both engines must decide the same.
+    const std::uint64_t resident = analysis.default_profile().resident_bytes;
+    Plan tight = keep_all;
+    tight.budget_bytes = resident + (peak - resident) * 3 / 4;
+    options.policy = PolicyChoice{"dtr", {}};
+    options.engine = EngineKind::fast;
+    const RunResult dtr_fast = simulate(trace, machine, tight, options);
+    options.engine = EngineKind::simgrid;
+    const RunResult dtr_simgrid = test::simulate_in_child(trace, machine, tight, options);
+    EXPECT_EQ(test::compare_runs(dtr_simgrid, dtr_fast), std::vector<std::string>{});
+    EXPECT_TRUE(dtr_fast.metrics.feasible) << (dtr_fast.error ? dtr_fast.error->message : "");
+    EXPECT_LE(dtr_fast.metrics.peak_device_bytes, tight.budget_bytes);
+    EXPECT_GT(dtr_fast.metrics.recompute_time_s, 0.0);
+  }
+}
+
+} // namespace
+} // namespace memsim
