@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace memsim {
 
 PlannerRegistry& planner_registry()
@@ -12,6 +14,36 @@ PlannerRegistry& planner_registry()
   static PlannerRegistry registry("planner");
   return registry;
 }
+
+namespace {
+
+// A multi-iteration trace (a dynamic network) reports per-iteration times only when steps carry `iteration`. Most
+// planners build steps from ops and never set it, so it is filled here, once for all of them: a step with an op takes
+// its op's iteration; any other step (a transfer, a free) the iteration of the nearest op step before it in plan
+// order, or of the first op step when none precedes it. Plans that set iterations themselves are left as they are.
+void stamp_iterations(const Trace& trace, Plan& plan)
+{
+  const auto multi_iteration = [](const Op& op) { return op.iteration != 0; };
+  if (std::none_of(trace.ops.begin(), trace.ops.end(), multi_iteration))
+    return;
+  if (std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& step) { return step.iteration != 0; }))
+    return;
+  const auto op_iteration = [&](OpId id) {
+    const auto index = static_cast<std::size_t>(id);
+    return index < trace.ops.size() ? trace.ops[index].iteration
+                                    : plan.extra_ops.at(index - trace.ops.size()).iteration;
+  };
+  const auto first_op_step =
+      std::find_if(plan.steps.begin(), plan.steps.end(), [](const Step& step) { return step.op.has_value(); });
+  int current = first_op_step == plan.steps.end() ? 0 : op_iteration(*first_op_step->op);
+  for (Step& step : plan.steps) {
+    if (step.op)
+      current = op_iteration(*step.op);
+    step.iteration = current;
+  }
+}
+
+} // namespace
 
 nlohmann::json parse_param_assignments(const PlannerInfo& info, const std::vector<std::string>& assignments)
 {
@@ -33,6 +65,7 @@ Plan make_plan(const std::string& planner, const Trace& trace, const Machine& ma
                                  units::format_bytes(static_cast<double>(gpu_memory))));
   completed.params = registry.complete_params(info, request.params);
   Plan plan = info.make(trace, machine, completed);
+  stamp_iterations(trace, plan);
   plan.trace = trace.name;
   plan.machine = machine.name;
   plan.planner = info.name;

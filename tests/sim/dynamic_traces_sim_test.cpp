@@ -1,6 +1,7 @@
 // Multi-iteration dynamic traces (memsim gen var-lstm|treelstm|moe|var-bert) run on both engines: keep-all is feasible
-// and takes exactly the ops' summed time (one compute stream, nothing moves), at the default schedule's peak; under the
-// dtr policy with three quarters of the activation memory it fits by rematerializing, the same on both engines.
+// and takes exactly the ops' summed time (one compute stream, nothing moves), at the default schedule's peak, each
+// iteration exactly its own ops' time (make_plan stamps the steps' iterations from their ops); under the dtr policy
+// with three quarters of the activation memory it fits by rematerializing, the same on both engines.
 #include "engine_comparison.hpp"
 #include "simulate_in_child.hpp"
 
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 namespace memsim {
@@ -85,6 +87,17 @@ TEST(DynamicTraces, KeepAllAndDtrRunOnBothEngines)
       ASSERT_TRUE(run->metrics.feasible) << (run->error ? run->error->message : "");
       EXPECT_NEAR(run->metrics.iteration_time_s, trace.total_time_s(), 1e-9 * trace.total_time_s());
       EXPECT_EQ(run->metrics.peak_device_bytes, peak);
+      std::vector<double> own_ops_time;
+      for (const Op& op : trace.ops) {
+        own_ops_time.resize(std::max(own_ops_time.size(), static_cast<std::size_t>(op.iteration) + 1), 0.0);
+        own_ops_time[static_cast<std::size_t>(op.iteration)] += op.time_s;
+      }
+      ASSERT_EQ(own_ops_time.size(), 3u);
+      ASSERT_EQ(run->metrics.iteration_times_s.size(), 3u);
+      for (std::size_t k = 0; k < 3; ++k)
+        EXPECT_NEAR(run->metrics.iteration_times_s[k], own_ops_time[k], 1e-9 * own_ops_time[k]) << "iteration " << k;
+      EXPECT_NEAR(run->metrics.steady_iteration_time_s, (own_ops_time[1] + own_ops_time[2]) / 2,
+                  1e-9 * trace.total_time_s());
     }
     EXPECT_EQ(test::compare_runs(simgrid, fast), std::vector<std::string>{});
 
@@ -102,6 +115,7 @@ TEST(DynamicTraces, KeepAllAndDtrRunOnBothEngines)
     EXPECT_TRUE(dtr_fast.metrics.feasible) << (dtr_fast.error ? dtr_fast.error->message : "");
     EXPECT_LE(dtr_fast.metrics.peak_device_bytes, tight.budget_bytes);
     EXPECT_GT(dtr_fast.metrics.recompute_time_s, 0.0);
+    EXPECT_EQ(dtr_fast.metrics.iteration_times_s.size(), 3u) << "the policy's actions keep the iterations";
   }
 }
 
