@@ -53,36 +53,6 @@ Plan in_order(const Trace& trace, std::uint64_t budget, const std::vector<Tensor
   return plan;
 }
 
-// hand_trace with the input x resized and the given tensors turned into weights (constants a plan may start on
-// the host), built before it is checked.
-Trace with_weights(const std::vector<std::uint64_t>& sizes, const std::vector<test::HandOp>& ops, std::uint64_t x_bytes,
-                   const std::vector<TensorId>& weights)
-{
-  Trace trace;
-  trace.name = "hand";
-  trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
-  trace.tensors.push_back(Tensor{0, "x", x_bytes, TensorKind::input, {}, {}, {}});
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const auto id = static_cast<TensorId>(i + 1);
-    const bool weight = std::find(weights.begin(), weights.end(), id) != weights.end();
-    trace.tensors.push_back(
-        Tensor{id, fmt::format("a{}", i), sizes[i], weight ? TensorKind::weight : TensorKind::activation, {}, {}, {}});
-  }
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    Op op;
-    op.id = static_cast<OpId>(i);
-    op.name = fmt::format("f{}", i);
-    op.type = "linear";
-    op.layer = static_cast<int>(i);
-    op.inputs = ops[i].inputs;
-    op.outputs = ops[i].outputs;
-    op.time_s = ops[i].time_ms * 0.001;
-    trace.ops.push_back(op);
-  }
-  validate_trace(trace, trace.name);
-  return trace;
-}
-
 std::vector<std::string> labels_of(const RunResult& result, StepKind kind, const std::string& stream)
 {
   std::vector<const StepRecord*> records;
@@ -144,7 +114,7 @@ protected:
 // 4 MiB cross: 2 x 0.030 + 4 x 1.048576 + 1 = 5.254304 ms.
 TEST_P(UvmOnEngine, OneFourMiBTensorIsTwoFaultBatchesAndFourMiBOfMigration)
 {
-  const Trace trace = with_weights({0}, {{{0}, {1}}}, 4 * kMiB, {});
+  const Trace trace = hand_trace({0}, {{{0}, {1}}}, {4 * kMiB, {}});
   const RunResult result = run_and_replay(trace, in_order(trace, 0, {0}));
   EXPECT_THAT(fetched(result), ElementsAre("x"));
   EXPECT_EQ(result.metrics.h2d_bytes, 4 * kMiB);
@@ -159,8 +129,8 @@ TEST_P(UvmOnEngine, OneFourMiBTensorIsTwoFaultBatchesAndFourMiBOfMigration)
 // a2: a fault of its own. 0.030 + 2 x 0.65536 + 1 + 1 + 0.030 + 0.65536 + 1 = 5.02608 ms.
 TEST_P(UvmOnEngine, SmallTensorsInOneVaBlockMigrateTogether)
 {
-  const Trace trace = with_weights({640 * kKiB, 640 * kKiB, 640 * kKiB, 0, 0, 0}, {{{1}, {4}}, {{2}, {5}}, {{3}, {6}}},
-                                   2 * kMiB, {1, 2, 3});
+  const Trace trace = hand_trace({640 * kKiB, 640 * kKiB, 640 * kKiB, 0, 0, 0}, {{{1}, {4}}, {{2}, {5}}, {{3}, {6}}},
+                                 {2 * kMiB, {1, 2, 3}});
   const RunResult result = run_and_replay(trace, in_order(trace, 0, {1, 2, 3}));
   EXPECT_THAT(fetched(result), ElementsAre("a0", "a1", "a2"));
   EXPECT_EQ(result.metrics.h2d_bytes, 3 * 640 * kKiB);
@@ -180,8 +150,8 @@ TEST_P(UvmOnEngine, SmallTensorsInOneVaBlockMigrateTogether)
 // written back first. 3 + 2.097152 + 2.097152 + 0.030 + 2.097152 + 1 = 10.321456 ms.
 TEST_P(UvmOnEngine, EvictsTheLeastRecentlyAllocatedVaBlock)
 {
-  const Trace trace = with_weights({2 * kMiB, 2 * kMiB, 2 * kMiB, 0},
-                                   {{{0}, {1}}, {{0}, {2}}, {{0}, {3}}, {{0, 1}, {4}}}, 2 * kMiB, {});
+  const Trace trace = hand_trace({2 * kMiB, 2 * kMiB, 2 * kMiB, 0}, {{{0}, {1}}, {{0}, {2}}, {{0}, {3}}, {{0, 1}, {4}}},
+                                 {2 * kMiB, {}});
   const RunResult result = run_and_replay(trace, in_order(trace, 6 * kMiB));
   EXPECT_THAT(written_back(result), ElementsAre("a0", "a1"));
   EXPECT_THAT(fetched(result), ElementsAre("a0"));
@@ -194,7 +164,7 @@ TEST_P(UvmOnEngine, EvictsTheLeastRecentlyAllocatedVaBlock)
 // oldest unused one and is clean: dropped, no write-back. 0.030 + 2.097152 + 1 + 1 = 4.127152 ms.
 TEST_P(UvmOnEngine, DropsACleanBlockWithoutWritingItBack)
 {
-  const Trace trace = with_weights({2 * kMiB, 2 * kMiB, 0}, {{{1}, {3}}, {{0}, {2}}}, 2 * kMiB, {1});
+  const Trace trace = hand_trace({2 * kMiB, 2 * kMiB, 0}, {{{1}, {3}}, {{0}, {2}}}, {2 * kMiB, {1}});
   const RunResult result = run_and_replay(trace, in_order(trace, 4 * kMiB, {1}));
   EXPECT_THAT(fetched(result), ElementsAre("a0"));
   EXPECT_THAT(written_back(result), ElementsAre());
@@ -207,8 +177,8 @@ TEST_P(UvmOnEngine, DropsACleanBlockWithoutWritingItBack)
 // cap at 3 the run goes on.
 TEST_P(UvmOnEngine, RefusesToOversubscribeBeyondTheCap)
 {
-  const Trace trace = with_weights({2 * kMiB, 2 * kMiB, 2 * kMiB, 2 * kMiB},
-                                   {{{0}, {1}}, {{0}, {2}}, {{0}, {3}}, {{0}, {4}}}, 2 * kMiB, {});
+  const Trace trace = hand_trace({2 * kMiB, 2 * kMiB, 2 * kMiB, 2 * kMiB},
+                                 {{{0}, {1}}, {{0}, {2}}, {{0}, {3}}, {{0}, {4}}}, {2 * kMiB, {}});
   const RunResult capped = run(trace, in_order(trace, 4 * kMiB));
   EXPECT_FALSE(capped.metrics.feasible);
   ASSERT_TRUE(capped.error);
@@ -224,8 +194,8 @@ TEST_P(UvmOnEngine, RefusesToOversubscribeBeyondTheCap)
 // Same inputs, same run: the realized plan's JSON is byte-identical across runs.
 TEST_P(UvmOnEngine, IsDeterministic)
 {
-  const Trace trace = with_weights({2 * kMiB, 2 * kMiB, 2 * kMiB, 0},
-                                   {{{0}, {1}}, {{0}, {2}}, {{0}, {3}}, {{0, 1}, {4}}}, 2 * kMiB, {});
+  const Trace trace = hand_trace({2 * kMiB, 2 * kMiB, 2 * kMiB, 0}, {{{0}, {1}}, {{0}, {2}}, {{0}, {3}}, {{0, 1}, {4}}},
+                                 {2 * kMiB, {}});
   const RunResult first = run(trace, in_order(trace, 6 * kMiB));
   const RunResult second = run(trace, in_order(trace, 6 * kMiB));
   ASSERT_TRUE(first.realized_plan && second.realized_plan);
@@ -240,8 +210,8 @@ INSTANTIATE_TEST_SUITE_P(Engines, UvmOnEngine, ::testing::Values(EngineKind::fas
 // plan carries the fault's service time and replays to its estimate on both engines.
 TEST(UvmOnlinePlanner, EmitsTheRealizedPlanWithFaultServiceTimes)
 {
-  const Trace trace = with_weights({2 * kMiB, 2 * kMiB, 2 * kMiB, 0, 0},
-                                   {{{0}, {1}}, {{0}, {2}}, {{0}, {3}}, {{0, 1}, {4}}, {{0, 2}, {5}}}, 2 * kMiB, {});
+  const Trace trace = hand_trace({2 * kMiB, 2 * kMiB, 2 * kMiB, 0, 0},
+                                 {{{0}, {1}}, {{0}, {2}}, {{0}, {3}}, {{0, 1}, {4}}, {{0, 2}, {5}}}, {2 * kMiB, {}});
   const Machine machine = one_gpu_machine();
   PlanRequest request;
   request.budget_bytes = 6 * kMiB;

@@ -2,6 +2,7 @@
 // Small traces built in code for tests: exact sizes and times, so expected answers can be worked out by hand.
 #include "memsim/traces/trace.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <string>
@@ -71,16 +72,26 @@ struct HandOp {
   double time_ms = 1;
 };
 
-inline Trace hand_trace(const std::vector<std::uint64_t>& sizes, const std::vector<HandOp>& ops)
+// What a test may change in hand_trace: the input's bytes and which activations are weights instead (constants a
+// plan may start on the host).
+struct HandTraceShape {
+  std::uint64_t x_bytes = 1000000;
+  std::vector<TensorId> weights;
+};
+
+inline Trace hand_trace(const std::vector<std::uint64_t>& sizes, const std::vector<HandOp>& ops,
+                        const HandTraceShape& shape = {})
 {
-  constexpr std::uint64_t kInputBytes = 1000000;
   Trace trace;
   trace.name = "hand";
   trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
-  trace.tensors.push_back(Tensor{0, "x", kInputBytes, TensorKind::input, {}, {}, {}});
-  for (std::size_t i = 0; i < sizes.size(); ++i)
+  trace.tensors.push_back(Tensor{0, "x", shape.x_bytes, TensorKind::input, {}, {}, {}});
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto id = static_cast<TensorId>(i + 1);
+    const bool weight = std::find(shape.weights.begin(), shape.weights.end(), id) != shape.weights.end();
     trace.tensors.push_back(
-        Tensor{static_cast<TensorId>(i + 1), fmt::format("a{}", i), sizes[i], TensorKind::activation, {}, {}, {}});
+        Tensor{id, fmt::format("a{}", i), sizes[i], weight ? TensorKind::weight : TensorKind::activation, {}, {}, {}});
+  }
   for (std::size_t i = 0; i < ops.size(); ++i) {
     Op op;
     op.id = static_cast<OpId>(i);
