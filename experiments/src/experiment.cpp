@@ -275,52 +275,58 @@ std::vector<double> load_bandwidths(const yaml_io::Node& node)
   return bandwidths;
 }
 
-std::vector<std::int64_t> load_batches(const yaml_io::Node& node)
+// The values of a sweep axis of positive integers (sweep.batch, sweep.models): at least one, each in [1, max],
+// no duplicates.
+std::vector<std::int64_t> load_axis_values(const yaml_io::Node& node, const std::string& axis,
+                                           const std::string& one_value, std::int64_t max)
 {
   if (node.size() == 0)
-    node.fail("the batch axis needs at least one value");
-  std::vector<std::int64_t> batches;
+    node.fail(fmt::format("the {} axis needs at least one value", axis));
+  std::vector<std::int64_t> values;
   std::set<std::int64_t> seen;
   for (std::size_t i = 0; i < node.size(); ++i) {
     yaml_io::Node item = node.item(i);
-    const std::int64_t batch = item.as_int();
-    if (batch < 1 || batch > std::numeric_limits<int>::max())
-      item.fail(fmt::format("a batch must be between 1 and {}, found {}", std::numeric_limits<int>::max(), batch));
-    if (!seen.insert(batch).second)
-      item.fail(fmt::format("duplicate batch {}", batch));
-    batches.push_back(batch);
+    const std::int64_t value = item.as_int();
+    if (value < 1 || value > max)
+      item.fail(fmt::format("{} must be between 1 and {}, found {}", one_value, max, value));
+    if (!seen.insert(value).second)
+      item.fail(fmt::format("duplicate {} {}", axis, value));
+    values.push_back(value);
   }
-  return batches;
+  return values;
 }
 
-// Each workload at each batch, as a capacity search's probe makes it: a generator's `batch` parameter set, or a
-// recorded trace rescaled through the cost model (memsim trace rescale). Named "<name>-b<batch>"; the rescaled and
-// generated traces are written to OUT/workloads by materialize_workloads.
-std::vector<Workload> workloads_at_batches(const std::vector<Workload>& workloads,
-                                           const std::vector<std::int64_t>& batches, const Machine& machine)
+// Each workload at each value of a batch or models axis, as a capacity search's probe makes it (workload_at): for
+// batch, a generator's `batch` parameter set or a recorded trace rescaled through the cost model (memsim trace
+// rescale), named "<name>-b<batch>"; for models, the workload fused k times (fuse_trace, efficiency model), named
+// "<name>-k<k>". The rescaled, fused and generated traces are written to OUT/workloads by materialize_workloads.
+std::vector<Workload> workloads_along(const std::vector<Workload>& workloads, ScaleAxis axis,
+                                      const std::vector<std::int64_t>& values, const Machine& machine)
 {
+  const bool batch_axis = axis == ScaleAxis::batch;
   std::vector<Workload> expanded;
   for (const Workload& workload : workloads) {
     ScaleStudy study;
     study.machine = machine;
     set_study_workload(study, workload);
-    for (std::int64_t batch : batches) {
-      Workload at;
-      at.name = fmt::format("{}-b{}", workload.name, batch);
-      at.where = workload.where;
-      at.base = workload.name;
-      at.batch = batch;
+    for (std::int64_t value : values) {
+      Workload at = workload;
+      at.name = fmt::format("{}-{}{}", workload.name, batch_axis ? "b" : "k", value);
+      at.trace_file.clear();
+      at.base = workload.base.empty() ? workload.name : workload.base;
+      (batch_axis ? at.batch : at.models) = value;
       try {
-        set_axis(study, ScaleAxis::batch, "");
-        at.trace = workload_at(study, batch);
+        set_axis(study, axis, "");
+        at.trace = workload_at(study, value);
       } catch (const InputError& error) {
-        throw InputError(workload.where,
-                         fmt::format("workload '{}' at batch {}: {}", workload.name, batch, error.message()));
+        throw InputError(workload.where, fmt::format("workload '{}' at {} {}: {}", workload.name, to_string(axis),
+                                                     value, error.message()));
       }
-      if (!workload.generator.is_null()) {
-        at.generator = workload.generator;
-        at.generator["batch"] = batch;
-      }
+      // A generator describes the batch-scaled workload; a fused one is only its trace.
+      if (batch_axis && !workload.generator.is_null())
+        at.generator["batch"] = value;
+      else
+        at.generator = nullptr;
       at.default_peak_bytes = default_memory_profile(at.trace).peak_bytes;
       expanded.push_back(std::move(at));
     }
@@ -397,7 +403,7 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
 
   if (root.has("sweep")) {
     yaml_io::Node sweep = root.at("sweep");
-    sweep.only_keys({"budget", "bandwidth", "batch"});
+    sweep.only_keys({"budget", "bandwidth", "batch", "models"});
     if (sweep.has("budget"))
       experiment.budgets = load_budgets(sweep.at("budget"));
     if (sweep.has("bandwidth"))
@@ -405,8 +411,17 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
     if (sweep.has("batch")) {
       if (root.has("search"))
         sweep.at("batch").fail("a search experiment searches its own axis: it cannot also sweep the batch");
-      experiment.batches = load_batches(sweep.at("batch"));
-      experiment.workloads = workloads_at_batches(experiment.workloads, experiment.batches, experiment.machine);
+      experiment.batches = load_axis_values(sweep.at("batch"), "batch", "a batch", std::numeric_limits<int>::max());
+      experiment.workloads =
+          workloads_along(experiment.workloads, ScaleAxis::batch, experiment.batches, experiment.machine);
+    }
+    if (sweep.has("models")) {
+      if (root.has("search"))
+        sweep.at("models").fail("a search experiment searches its own axis: it cannot also sweep the models");
+      experiment.models =
+          load_axis_values(sweep.at("models"), "models", "a number of models", std::numeric_limits<int>::max());
+      experiment.workloads =
+          workloads_along(experiment.workloads, ScaleAxis::models, experiment.models, experiment.machine);
     }
   }
   if (experiment.budgets.empty())
@@ -532,6 +547,7 @@ std::vector<Cell> expand_cells(const Experiment& experiment)
     cell.allocator = experiment.simulation.allocator;
     cell.base_workload = point.workload.base;
     cell.batch = point.workload.batch;
+    cell.models = point.workload.models;
     cells.push_back(std::move(cell));
   });
   return cells;
@@ -559,19 +575,38 @@ Json cell_to_json(const Cell& cell)
     document["engine"] = std::string(to_string(cell.engine));
   if (cell.allocator != AllocatorKind::bytes)
     document["allocator"] = std::string(to_string(cell.allocator));
-  if (cell.batch) {
+  if (cell.batch || cell.models)
     document["base_workload"] = cell.base_workload;
+  if (cell.batch)
     document["batch"] = *cell.batch;
-  }
+  if (cell.models)
+    document["models"] = *cell.models;
   return document;
 }
 
 Cell cell_from_json(const Json& document, const std::string& source_name)
 {
   json_io::Node root(document, source_name);
-  root.only_keys({"cell_format", "index", "workload", "trace_file", "trace_hash", "machine", "machine_file",
-                  "machine_hash", "planner_label", "planner", "params", "budget_bytes", "budget_fraction",
-                  "bandwidth_override", "bandwidth_bytes_per_s", "engine", "allocator", "base_workload", "batch"});
+  root.only_keys({"cell_format",
+                  "index",
+                  "workload",
+                  "trace_file",
+                  "trace_hash",
+                  "machine",
+                  "machine_file",
+                  "machine_hash",
+                  "planner_label",
+                  "planner",
+                  "params",
+                  "budget_bytes",
+                  "budget_fraction",
+                  "bandwidth_override",
+                  "bandwidth_bytes_per_s",
+                  "engine",
+                  "allocator",
+                  "base_workload",
+                  "batch",
+                  "models"});
   if (root.at("cell_format").as_int() != kCellFormat)
     root.at("cell_format").fail(fmt::format("unsupported cell format (this build reads {})", kCellFormat));
   Cell cell;
@@ -603,10 +638,12 @@ Cell cell_from_json(const Json& document, const std::string& source_name)
       root.at("allocator").fail("unknown allocator");
     cell.allocator = *allocator;
   }
-  if (root.has("batch")) {
+  if (root.has("base_workload"))
     cell.base_workload = root.at("base_workload").as_string();
+  if (root.has("batch"))
     cell.batch = root.at("batch").as_int();
-  }
+  if (root.has("models"))
+    cell.models = root.at("models").as_int();
   return cell;
 }
 
@@ -644,6 +681,8 @@ CellResult run_cell(const Cell& cell)
 
   CellResult result;
   result.ideal_time_s = CostModel(trace, machine).ideal_time(0);
+  result.excess_peak_ratio =
+      static_cast<double>(default_memory_profile(trace).peak_bytes) / static_cast<double>(machine.gpus.at(0).memory);
   PlanRequest request;
   request.budget_bytes = cell.budget_bytes;
   request.devices = 1;
@@ -662,6 +701,11 @@ CellResult run_cell(const Cell& cell)
   options.allocator = cell.allocator;
   const RunResult run = simulate(trace, machine, plan, options);
   result.metrics = run.metrics;
+  if (cell.models && result.metrics.samples_per_s) // a fused trace keeps one model's batch: every model trains it
+    *result.metrics.samples_per_s *= static_cast<double>(*cell.models);
+  if (plan.params.is_object() && plan.params.contains("partition"))
+    result.partition = plan.params["partition"].is_string() ? plan.params["partition"].get<std::string>()
+                                                            : plan.params["partition"].dump();
   if (!run.metrics.feasible || run.error) {
     result.feasible = false;
     result.stage = "simulate";
@@ -698,14 +742,19 @@ Json cell_result_to_json(const Cell& cell, const CellResult& result)
                 {"pcie_h2d_utilization", m.pcie_h2d_utilization},
                 {"pcie_d2h_utilization", m.pcie_d2h_utilization},
                 {"swapped_bytes", m.swapped_bytes},
-                {"recomputed_bytes", m.recomputed_bytes}}}};
+                {"recomputed_bytes", m.recomputed_bytes},
+                {"recompute_fraction", m.recompute_fraction},
+                {"swap_overlap_fraction", m.swap_overlap_fraction}}},
+              {"excess_peak_ratio", result.excess_peak_ratio},
+              {"partition", result.partition}};
 }
 
 CellResult cell_result_from_json(const Json& document, const std::string& source_name)
 {
   json_io::Node root(document, source_name);
   root.expect_format("memsim-cell-result", 2); // older cached cells lack columns: recomputed
-  root.only_keys({"format", "version", "cell", "feasible", "stage", "reason", "ideal_time_s", "metrics"});
+  root.only_keys({"format", "version", "cell", "feasible", "stage", "reason", "ideal_time_s", "metrics",
+                  "excess_peak_ratio", "partition"});
   CellResult result;
   result.feasible = root.at("feasible").as_bool();
   result.stage = root.at("stage").as_string();
@@ -737,6 +786,15 @@ CellResult cell_result_from_json(const Json& document, const std::string& source
   m.pcie_d2h_utilization = metrics.at("pcie_d2h_utilization").as_number();
   m.swapped_bytes = metrics.at("swapped_bytes").as_uint();
   m.recomputed_bytes = metrics.at("recomputed_bytes").as_uint();
+  // Newer keys; cached results from before them read as 0 / "".
+  if (metrics.has("recompute_fraction"))
+    m.recompute_fraction = metrics.at("recompute_fraction").as_number();
+  if (metrics.has("swap_overlap_fraction"))
+    m.swap_overlap_fraction = metrics.at("swap_overlap_fraction").as_number();
+  if (root.has("excess_peak_ratio"))
+    result.excess_peak_ratio = root.at("excess_peak_ratio").as_number();
+  if (root.has("partition"))
+    result.partition = root.at("partition").as_string();
   return result;
 }
 
@@ -753,7 +811,7 @@ bool has_several_iterations(const std::vector<CellResult>& results)
                      [](const CellResult& result) { return result.metrics.iteration_times_s.size() > 1; });
 }
 
-std::string csv_header(bool iterations, bool batches)
+std::string csv_header(bool iterations, bool batches, bool models)
 {
   return std::string("workload,machine,planner,budget_bytes,bandwidth_bytes_per_s,feasible,iteration_time_s,"
                      "ideal_time_s,stall_time_s,recompute_time_s,peak_device_bytes,h2d_bytes,d2h_bytes,"
@@ -761,10 +819,13 @@ std::string csv_header(bool iterations, bool batches)
                      "reason") +
          (iterations ? ",iterations,steady_iteration_time_s,iteration_times_s" : "") +
          ",samples_per_s,pcie_h2d_utilization,pcie_d2h_utilization,swapped_bytes,recomputed_bytes" +
-         (batches ? ",base_workload,batch" : "");
+         (batches ? ",base_workload,batch" : "") +
+         (models ? std::string(batches ? "" : ",base_workload") +
+                       ",models,partition,recompute_fraction,swap_overlap_fraction,excess_peak_ratio,gpu_hours_10k"
+                 : "");
 }
 
-std::string csv_row(const Cell& cell, const CellResult& result, bool iterations, bool batches)
+std::string csv_row(const Cell& cell, const CellResult& result, bool iterations, bool batches, bool models)
 {
   const Metrics& m = result.metrics;
   // Infeasible rows leave the measurements empty: a plan that did not run has no iteration time.
@@ -809,6 +870,16 @@ std::string csv_row(const Cell& cell, const CellResult& result, bool iterations,
   if (batches) {
     fields.push_back(csv_field(cell.base_workload));
     fields.push_back(cell.batch ? fmt::format("{}", *cell.batch) : std::string());
+  }
+  if (models) {
+    if (!batches)
+      fields.push_back(csv_field(cell.base_workload));
+    fields.push_back(cell.models ? fmt::format("{}", *cell.models) : std::string());
+    fields.push_back(csv_field(result.partition));
+    fields.push_back(measured(format_number(m.recompute_fraction)));
+    fields.push_back(measured(format_number(m.swap_overlap_fraction)));
+    fields.push_back(format_number(result.excess_peak_ratio));
+    fields.push_back(measured(format_number(m.steady_iteration_time_s * 10000 / 3600)));
   }
   std::string row;
   for (std::size_t i = 0; i < fields.size(); ++i)

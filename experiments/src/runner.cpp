@@ -184,9 +184,10 @@ void write_results(const std::vector<std::string>& plots, const std::vector<Cell
     complete.push_back(*result);
   const bool iterations = has_several_iterations(complete);
   const bool batches = std::any_of(cells.begin(), cells.end(), [](const Cell& cell) { return cell.batch.has_value(); });
-  std::string table_text = csv_header(iterations, batches) + "\n";
+  const bool models = std::any_of(cells.begin(), cells.end(), [](const Cell& cell) { return cell.models.has_value(); });
+  std::string table_text = csv_header(iterations, batches, models) + "\n";
   for (const Cell& cell : cells)
-    table_text += csv_row(cell, complete[cell.index], iterations, batches) + "\n";
+    table_text += csv_row(cell, complete[cell.index], iterations, batches, models) + "\n";
   const std::filesystem::path csv = out_dir / "results.csv";
   write_text_atomically(csv, table_text);
   summary.results_csv = csv;

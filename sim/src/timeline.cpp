@@ -29,19 +29,43 @@ std::string_view to_string(FailureKind kind)
 
 namespace {
 
-// The length of the union of the intervals (sorted in place).
-double covered_time(std::vector<std::pair<double, double>>& intervals)
+// The union of the intervals as sorted, disjoint intervals.
+std::vector<std::pair<double, double>> merged(std::vector<std::pair<double, double>> intervals)
 {
   std::sort(intervals.begin(), intervals.end());
-  double covered = 0;
-  double reach = -std::numeric_limits<double>::infinity();
+  std::vector<std::pair<double, double>> result;
   for (auto [start, end] : intervals) {
-    if (end <= reach)
-      continue;
-    covered += end - std::max(start, reach);
-    reach = end;
+    if (!result.empty() && start <= result.back().second)
+      result.back().second = std::max(result.back().second, end);
+    else if (end > start)
+      result.emplace_back(start, end);
   }
+  return result;
+}
+
+// The length of the union of the intervals.
+double covered_time(const std::vector<std::pair<double, double>>& intervals)
+{
+  double covered = 0;
+  for (auto [start, end] : merged(intervals))
+    covered += end - start;
   return covered;
+}
+
+// The length of the intersection of two unions of intervals.
+double overlap_time(const std::vector<std::pair<double, double>>& a, const std::vector<std::pair<double, double>>& b)
+{
+  const auto x = merged(a);
+  const auto y = merged(b);
+  double overlap = 0;
+  for (std::size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+    overlap += std::max(0.0, std::min(x[i].second, y[j].second) - std::max(x[i].first, y[j].first));
+    if (x[i].second < y[j].second)
+      ++i;
+    else
+      ++j;
+  }
+  return overlap;
 }
 
 } // namespace
@@ -79,6 +103,7 @@ void MetricsAccumulator::add(StepKind kind, int device, const std::string& strea
     if (device == kHostDevice)
       break; // host compute: the GPU metrics (busy, stalls) are about GPUs
     metrics_.compute_busy_s += duration;
+    compute_intervals_[device].emplace_back(start_s, end_s);
     if (kind == StepKind::recompute)
       metrics_.recompute_time_s += duration;
     StreamTotals& stream = totals(device, stream_name);
@@ -123,6 +148,19 @@ Metrics MetricsAccumulator::finish(const std::vector<MemorySample>& memory)
     const double span = metrics_.iteration_time_s * static_cast<double>(gpus_.size());
     metrics_.pcie_h2d_utilization = busy[0] / span;
     metrics_.pcie_d2h_utilization = busy[1] / span;
+  }
+  if (metrics_.compute_busy_s > 0) {
+    metrics_.recompute_fraction = metrics_.recompute_time_s / metrics_.compute_busy_s;
+    double overlapped = 0;
+    for (const auto& [device, computing] : compute_intervals_) {
+      const auto copies = host_copies_.find(device);
+      if (copies == host_copies_.end())
+        continue;
+      std::vector<std::pair<double, double>> copying = copies->second[0];
+      copying.insert(copying.end(), copies->second[1].begin(), copies->second[1].end());
+      overlapped += overlap_time(copying, computing);
+    }
+    metrics_.swap_overlap_fraction = overlapped / metrics_.compute_busy_s;
   }
   if (metrics_.iteration_times_s.size() == 1)
     metrics_.steady_iteration_time_s = metrics_.iteration_times_s[0];
@@ -176,6 +214,8 @@ nlohmann::json metrics_to_json(const RunResult& result)
   document["pcie_d2h_utilization"] = m.pcie_d2h_utilization;
   document["swapped_bytes"] = m.swapped_bytes;
   document["recomputed_bytes"] = m.recomputed_bytes;
+  document["recompute_fraction"] = m.recompute_fraction;
+  document["swap_overlap_fraction"] = m.swap_overlap_fraction;
   return document;
 }
 

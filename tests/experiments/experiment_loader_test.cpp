@@ -318,6 +318,55 @@ TEST_F(LoaderTest, BatchSweepExpandsEachWorkloadPerBatch)
   EXPECT_THAT(csv_row(cells[1], CellResult{}, false, true), ::testing::EndsWith(",chain,3"));
 }
 
+// sweep.models: every workload fused k times (fuse_trace, efficiency model), named <name>-k<k>; with a batch axis
+// too, each batch's workload is fused. Every tensor is k times the single model's; the columns say how many models.
+TEST_F(LoaderTest, ModelsSweepFusesEachWorkload)
+{
+  const std::string workloads = "planners: [keep-all]\n";
+  const Experiment plain = load(head() + workloads);
+  const Experiment swept = load(head() + workloads + "sweep: {models: [1, 3]}\n");
+  ASSERT_EQ(swept.workloads.size(), 2u);
+  EXPECT_EQ(swept.workloads[0].name, "chain-k1");
+  EXPECT_EQ(swept.workloads[1].name, "chain-k3");
+  EXPECT_EQ(swept.workloads[1].base, "chain");
+  EXPECT_EQ(swept.workloads[1].models, 3);
+  EXPECT_FALSE(swept.workloads[1].batch);
+  const Trace& single = plain.workloads[0].trace;
+  const Trace& three = swept.workloads[1].trace;
+  ASSERT_EQ(three.tensors.size(), single.tensors.size());
+  for (std::size_t i = 0; i < single.tensors.size(); ++i)
+    EXPECT_EQ(three.tensors[i].bytes, 3 * single.tensors[i].bytes) << single.tensors[i].name;
+  EXPECT_EQ(swept.workloads[1].default_peak_bytes, 3 * plain.workloads[0].default_peak_bytes);
+  EXPECT_EQ(three.source.batch, single.source.batch) << "every model trains the trace's batch";
+
+  const Experiment both = load(head() + workloads + "sweep: {batch: [2], models: [2]}\n");
+  ASSERT_EQ(both.workloads.size(), 1u);
+  EXPECT_EQ(both.workloads[0].name, "chain-b2-k2");
+  EXPECT_EQ(both.workloads[0].base, "chain");
+  EXPECT_EQ(both.workloads[0].batch, 2);
+  EXPECT_EQ(both.workloads[0].models, 2);
+
+  const std::vector<Cell> cells = expand_cells(swept);
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[1].models, 3);
+  const Cell back = cell_from_json(cell_to_json(cells[1]), "cell.json");
+  EXPECT_EQ(back.models, 3);
+  EXPECT_EQ(back.base_workload, "chain");
+  EXPECT_FALSE(cell_to_json(expand_cells(plain)[0]).contains("models"));
+  EXPECT_THAT(csv_header(false, false, true),
+              ::testing::EndsWith(",recomputed_bytes,base_workload,models,partition,recompute_fraction,"
+                                  "swap_overlap_fraction,excess_peak_ratio,gpu_hours_10k"));
+  CellResult result;
+  result.metrics.steady_iteration_time_s = 0.36; // 10,000 iterations: 3,600 s, one GPU hour
+  result.metrics.recompute_fraction = 0.25;
+  result.metrics.swap_overlap_fraction = 0.5;
+  result.excess_peak_ratio = 1.5;
+  result.partition = "3";
+  EXPECT_THAT(csv_row(cells[1], result, false, false, true), ::testing::EndsWith(",chain,3,3,0.25,0.5,1.5,1"));
+  EXPECT_EQ(error_of(head() + workloads + "sweep: {models: [0]}\n"),
+            file() + ":8:18: sweep.models[0]: a number of models must be between 1 and 2147483647, found 0");
+}
+
 TEST_F(LoaderTest, BatchSweepErrorsAreLocated)
 {
   const std::string planners = "planners: [keep-all]\n";

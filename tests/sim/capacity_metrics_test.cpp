@@ -1,4 +1,5 @@
-// The capacity and throughput metrics (samples_per_s, pcie_*_utilization, swapped_bytes, recomputed_bytes), worked
+// The capacity and throughput metrics (samples_per_s, pcie_*_utilization, swapped_bytes, recomputed_bytes,
+// recompute_fraction, swap_overlap_fraction), worked
 // out by hand on small plans, on both engines (the fast engine in process, SimGrid in a child).
 #include "engine_comparison.hpp"
 #include "simulate_in_child.hpp"
@@ -86,6 +87,38 @@ TEST(CapacityMetrics, SwapRecomputeAndOverlappingCopiesOnOneGpu)
     EXPECT_EQ(m.d2h_bytes, 12000000u);
     ASSERT_TRUE(m.samples_per_s);
     EXPECT_NEAR(*m.samples_per_s, 8 / 0.009, 1e-9);
+  }
+}
+
+TEST(CapacityMetrics, RecomputeFractionAndSwapOverlapOfComputeBusyTime)
+{
+  // op0 [0, 2 ms]; a (8 MB) goes to the host at 4 GB/s [2, 4] while op1 runs [2, 3]; b is dropped and recomputed
+  // [3, 4] (a is still on the GPU). Compute busy 4 ms, 1 ms of it recompute; the copy overlaps [2, 4] of it. op0's
+  // [0, 2] overlaps nothing: 2 of 4 ms.
+  const std::string steps = R"(
+    {"id": 0, "kind": "compute", "op": 0, "device": 0, "stream": "compute", "deps": []},
+    {"id": 1, "kind": "offload", "tensor": 1, "device": 0, "stream": "d2h", "deps": [0]},
+    {"id": 2, "kind": "compute", "op": 1, "device": 0, "stream": "compute", "deps": [0]},
+    {"id": 3, "kind": "free", "tensor": 2, "device": 0, "stream": "compute", "deps": [2]},
+    {"id": 4, "kind": "recompute", "op": 1, "device": 0, "stream": "compute", "deps": [3]})";
+  for (const Metrics& m : run_both(kChain, switched(1), plan_doc("", steps))) {
+    EXPECT_NEAR(m.iteration_time_s, 0.004, kTolerance);
+    EXPECT_NEAR(m.compute_busy_s, 0.004, kTolerance);
+    EXPECT_NEAR(m.recompute_fraction, 0.25, kTolerance);
+    EXPECT_NEAR(m.swap_overlap_fraction, 0.5, kTolerance);
+  }
+  // The first plan's copies never overlap compute (each waits for or is waited on by it): fraction 0; its recompute
+  // is 1 of 4 ms.
+  const std::string serial = R"(
+    {"id": 0, "kind": "compute", "op": 0, "device": 0, "stream": "compute", "deps": []},
+    {"id": 1, "kind": "offload", "tensor": 1, "device": 0, "stream": "d2h", "deps": [0]},
+    {"id": 2, "kind": "compute", "op": 1, "device": 0, "stream": "compute", "deps": [1]},
+    {"id": 3, "kind": "free", "tensor": 2, "device": 0, "stream": "compute", "deps": [2]},
+    {"id": 4, "kind": "recompute", "op": 1, "device": 0, "stream": "compute", "deps": [3]})";
+  for (const Metrics& m : run_both(kChain, switched(1), plan_doc("", serial))) {
+    EXPECT_NEAR(m.iteration_time_s, 0.006, kTolerance);
+    EXPECT_NEAR(m.recompute_fraction, 0.25, kTolerance);
+    EXPECT_EQ(m.swap_overlap_fraction, 0.0);
   }
 }
 

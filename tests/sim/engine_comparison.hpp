@@ -61,6 +61,8 @@ inline std::vector<std::string> compare_runs(const RunResult& reference, const R
       differ(fmt::format("{} {} vs {}", name, x, y));
   for (auto [name, x, y] : {std::tuple{"pcie_h2d_utilization", a.pcie_h2d_utilization, b.pcie_h2d_utilization},
                             std::tuple{"pcie_d2h_utilization", a.pcie_d2h_utilization, b.pcie_d2h_utilization},
+                            std::tuple{"recompute_fraction", a.recompute_fraction, b.recompute_fraction},
+                            std::tuple{"swap_overlap_fraction", a.swap_overlap_fraction, b.swap_overlap_fraction},
                             std::tuple{"samples_per_s", a.samples_per_s.value_or(-1), b.samples_per_s.value_or(-1)}})
     if (!same_time(x, y))
       differ(fmt::format("{} {} vs {}", name, x, y));

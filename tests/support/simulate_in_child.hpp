@@ -28,11 +28,26 @@ inline nlohmann::json run_result_to_wire(const RunResult& result)
   for (const MemorySample& s : result.memory)
     memory.push_back({s.device, s.time_s, s.bytes});
   nlohmann::json wire = {{"metrics",
-                          {m.feasible, m.iteration_time_s, m.compute_busy_s, m.stall_time_s, m.recompute_time_s,
-                           m.peak_device_bytes, m.peak_host_bytes, m.h2d_bytes, m.d2h_bytes, m.p2p_bytes,
-                           m.steps_executed, m.iteration_times_s, m.steady_iteration_time_s,
+                          {m.feasible,
+                           m.iteration_time_s,
+                           m.compute_busy_s,
+                           m.stall_time_s,
+                           m.recompute_time_s,
+                           m.peak_device_bytes,
+                           m.peak_host_bytes,
+                           m.h2d_bytes,
+                           m.d2h_bytes,
+                           m.p2p_bytes,
+                           m.steps_executed,
+                           m.iteration_times_s,
+                           m.steady_iteration_time_s,
                            m.samples_per_s ? nlohmann::json(*m.samples_per_s) : nlohmann::json(nullptr),
-                           m.pcie_h2d_utilization, m.pcie_d2h_utilization, m.swapped_bytes, m.recomputed_bytes}},
+                           m.pcie_h2d_utilization,
+                           m.pcie_d2h_utilization,
+                           m.swapped_bytes,
+                           m.recomputed_bytes,
+                           m.recompute_fraction,
+                           m.swap_overlap_fraction}},
                          {"steps", std::move(steps)},
                          {"memory", std::move(memory)}};
   if (result.error) {
@@ -76,6 +91,8 @@ inline RunResult run_result_from_wire(const nlohmann::json& wire)
   metrics.pcie_d2h_utilization = m[15].get<double>();
   metrics.swapped_bytes = m[16].get<std::uint64_t>();
   metrics.recomputed_bytes = m[17].get<std::uint64_t>();
+  metrics.recompute_fraction = m[18].get<double>();
+  metrics.swap_overlap_fraction = m[19].get<double>();
   for (const nlohmann::json& s : wire.at("steps"))
     result.timeline.push_back(StepRecord{s[0].get<StepId>(), static_cast<StepKind>(s[1].get<int>()), s[2].get<int>(),
                                          s[3].get<std::string>(), s[4].get<double>(), s[5].get<double>(),

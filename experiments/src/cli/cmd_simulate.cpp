@@ -47,6 +47,8 @@ void print_summary(const Metrics& metrics, const std::optional<ExecutionError>& 
              units::format_bytes(static_cast<double>(metrics.recomputed_bytes)));
   fmt::print("pcie busy h2d/d2h {:.1f} % / {:.1f} %\n", 100 * metrics.pcie_h2d_utilization,
              100 * metrics.pcie_d2h_utilization);
+  fmt::print("recompute/compute {:.1f} %; compute hiding a copy {:.1f} %\n", 100 * metrics.recompute_fraction,
+             100 * metrics.swap_overlap_fraction);
   if (metrics.samples_per_s)
     fmt::print("samples/s        {:.6g}\n", *metrics.samples_per_s);
   fmt::print("steps executed   {}\n", metrics.steps_executed);

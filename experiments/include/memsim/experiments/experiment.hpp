@@ -30,6 +30,9 @@ struct Workload {
   // Set by a `sweep.batch` axis: this is workload `base` (as the file names it) at this batch, named "<base>-b<batch>".
   std::string base;
   std::optional<std::int64_t> batch;
+  // Set by a `sweep.models` axis: `models` copies of workload `base` fused horizontally (fuse_trace, efficiency model),
+  // named "<base>-k<models>" (after the batch suffix when both axes are swept).
+  std::optional<std::int64_t> models;
 };
 
 struct PlannerChoice {
@@ -60,6 +63,7 @@ struct Experiment {
   std::vector<BudgetChoice> budgets; // never empty (absent in YAML: the GPU's memory)
   std::vector<double> bandwidths;    // empty: the machine's own host links
   std::vector<std::int64_t> batches; // sweep.batch: workloads were expanded to one per batch
+  std::vector<std::int64_t> models;  // sweep.models: then to one per number of fused models
   std::vector<std::string> plots;
   unsigned jobs = 0;     // 0: the core count
   SimOptions simulation; // `engine:` and `allocator:`; the defaults (simgrid, bytes) when absent
@@ -95,8 +99,9 @@ struct Cell {
   std::optional<double> budget_fraction;    // set when the budget is a fraction of the default peak
   std::optional<double> bandwidth_override; // host-link bandwidth set by the sweep
   double bandwidth_bytes_per_s = 0;         // the override, or the machine's own gpu0<->host bottleneck
-  std::string base_workload;                // with `batch`: set by a sweep.batch axis (Workload::base)
+  std::string base_workload;                // with `batch` or `models`: set by those axes (Workload::base)
   std::optional<std::int64_t> batch;
+  std::optional<std::int64_t> models;
   EngineKind engine = EngineKind::simgrid;
   AllocatorKind allocator = AllocatorKind::bytes;
 };
@@ -126,6 +131,10 @@ struct CellResult {
   std::string reason; // when infeasible
   double ideal_time_s = 0;
   Metrics metrics;
+  // The keep-all (default schedule) peak of the cell's workload over the GPU's memory (μ-TWO's Fig. 9d: how far the
+  // configuration is over the GPU before any memory optimization).
+  double excess_peak_ratio = 0;
+  std::string partition; // the plan's `partition` parameter when its planner records one (hfta, mu-two), else ""
 };
 
 // The worker's job: make_plan + simulate. Creates the process's SimGrid engine: once per process only.
@@ -137,10 +146,14 @@ CellResult cell_result_from_json(const nlohmann::json& document, const std::stri
 // results.csv: the appendix columns first, then extras; numbers formatted deterministically.
 // The iteration columns (iterations, steady_iteration_time_s, iteration_times_s as a ';'-separated list) are
 // written only when some cell ran more than one iteration, so single-iteration experiments keep their columns.
+// `batches` adds base_workload, batch; `models` (a sweep.models axis) adds base_workload (unless batches did),
+// models, partition, recompute_fraction, swap_overlap_fraction, excess_peak_ratio and gpu_hours_10k (one GPU's hours
+// for 10,000 steady iterations), and makes samples_per_s count every model's samples.
 bool has_several_iterations(const std::vector<CellResult>& results);
 // `iterations`: the per-iteration columns; `batches`: base_workload and batch (a sweep.batch axis).
-std::string csv_header(bool iterations = false, bool batches = false);
-std::string csv_row(const Cell& cell, const CellResult& result, bool iterations = false, bool batches = false);
+std::string csv_header(bool iterations = false, bool batches = false, bool models = false);
+std::string csv_row(const Cell& cell, const CellResult& result, bool iterations = false, bool batches = false,
+                    bool models = false);
 // Shortest round-trip decimal form; integral values without exponent or fraction ("12000000000").
 std::string format_number(double value);
 

@@ -87,6 +87,12 @@ struct Metrics {
   std::uint64_t swapped_bytes = 0;
   // Bytes the recompute steps allocated (their outputs; workspace not counted; on the host too).
   std::uint64_t recomputed_bytes = 0;
+  // μ-TWO's breakdown (Fig. 9b/9c): recompute time over GPU compute-busy time, and the part of the compute-busy
+  // time during which a host copy of the same GPU is in flight (per GPU, the union of its prefetch and offload
+  // intervals intersected with the union of its compute intervals, summed over GPUs) over compute-busy time.
+  // Both 0 when nothing computed on a GPU.
+  double recompute_fraction = 0;
+  double swap_overlap_fraction = 0;
 };
 
 struct RunResult {
@@ -126,7 +132,8 @@ private:
   std::vector<double> iteration_ends_; // the latest end of a step of each iteration
   // Per GPU, the [start, end) intervals of its host copies, per direction (0: h2d, 1: d2h), for the utilization.
   std::map<int, std::array<std::vector<std::pair<double, double>>, 2>> host_copies_;
-  std::set<int> gpus_; // GPUs that ran steps
+  std::map<int, std::vector<std::pair<double, double>>> compute_intervals_; // per GPU, for swap_overlap_fraction
+  std::set<int> gpus_;                                                      // GPUs that ran steps
 };
 
 // The `--json` object of `memsim simulate` (DESIGN appendix).
