@@ -170,6 +170,7 @@ void add_harmony_command(CLI::App& app, Context&)
                    "rank a model that fits one pack first (Harmony's default; its paper scripts pass "
                    "--rank_fit_normally)");
   search->callback([search_options] { run_search(*search_options); });
+  add_harmony_profile_command(harmony);
 }
 
 } // namespace memsim::cli

@@ -1,0 +1,356 @@
+// Layer profiles from memsim traces of one model at several batch sizes (rules: LAYER_PROFILE.md, "Profiles from
+// memsim traces").
+#include "memsim/traces/layer_profile_from_traces.hpp"
+
+#include "memsim/common/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
+
+namespace memsim {
+namespace {
+
+constexpr std::size_t kNoLayer = std::numeric_limits<std::size_t>::max();
+
+bool is_forward(Phase phase) { return phase == Phase::forward || phase == Phase::loss; }
+
+// The op/tensor structure every trace must share: the same ops (phase, layer, type, inputs, outputs) over the same
+// tensors (kinds). Sizes and times may differ.
+void check_same_structure(const SourcedTrace& reference, const SourcedTrace& other)
+{
+  const Trace& a = reference.trace;
+  const Trace& b = other.trace;
+  const auto differs = [&](const std::string& what) {
+    return InputError(other.source, fmt::format("not the same model as {}: {}", reference.source, what));
+  };
+  if (a.tensors.size() != b.tensors.size())
+    throw differs(fmt::format("{} tensors instead of {}", b.tensors.size(), a.tensors.size()));
+  if (a.ops.size() != b.ops.size())
+    throw differs(fmt::format("{} ops instead of {}", b.ops.size(), a.ops.size()));
+  for (std::size_t i = 0; i < a.tensors.size(); ++i)
+    if (a.tensors[i].kind != b.tensors[i].kind)
+      throw differs(fmt::format("tensor {} ('{}') is {}, not {}", i, b.tensors[i].name, to_string(b.tensors[i].kind),
+                                to_string(a.tensors[i].kind)));
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    const Op& x = a.ops[i];
+    const Op& y = b.ops[i];
+    if (x.phase != y.phase || x.layer != y.layer || x.type != y.type || x.inputs != y.inputs || x.outputs != y.outputs)
+      throw differs(fmt::format("op {} ('{}', {} layer {}) differs from '{}' ({} layer {})", i, y.name,
+                                to_string(y.phase), y.layer, x.name, to_string(x.phase), x.layer));
+  }
+}
+
+// What the model's structure says per chain layer, independent of the batch size.
+struct Chain {
+  std::vector<int> layer_ids;                      // trace layer indices in chain order (ascending)
+  std::vector<std::vector<OpId>> forward_ops;      // forward and loss ops, trace order
+  std::vector<std::vector<OpId>> pass_ops;         // forward + loss + backward ops, trace order
+  std::vector<std::vector<OpId>> update_ops;       // trace order
+  std::vector<std::vector<TensorId>> entering;     // X(l)
+  std::vector<std::vector<TensorId>> parameters;   // weights each layer owns that an update op touches
+  std::vector<std::vector<TensorId>> buffers;      // the other weights it owns
+  std::vector<std::vector<TensorId>> states;       // optimizer state its update ops touch first
+  std::vector<std::size_t> forward_producer_layer; // per tensor: chain layer of its forward producer, else kNoLayer
+  std::vector<std::size_t> last_forward_reader;    // per tensor: last chain layer whose forward reads it
+  std::vector<std::vector<OpId>> readers;          // per tensor, trace order
+};
+
+Chain chain_of(const SourcedTrace& sourced)
+{
+  const Trace& trace = sourced.trace;
+  Chain chain;
+  for (const Op& op : trace.ops)
+    if (op.phase != Phase::update)
+      chain.layer_ids.push_back(op.layer);
+  std::sort(chain.layer_ids.begin(), chain.layer_ids.end());
+  chain.layer_ids.erase(std::unique(chain.layer_ids.begin(), chain.layer_ids.end()), chain.layer_ids.end());
+  if (chain.layer_ids.empty())
+    throw InputError(sourced.source, "no forward or backward ops: nothing to profile");
+  std::map<int, std::size_t> index;
+  for (std::size_t l = 0; l < chain.layer_ids.size(); ++l)
+    index.emplace(chain.layer_ids[l], l);
+  const std::size_t L = chain.layer_ids.size();
+  chain.forward_ops.resize(L);
+  chain.pass_ops.resize(L);
+  chain.update_ops.resize(L);
+  chain.entering.resize(L);
+  chain.parameters.resize(L);
+  chain.buffers.resize(L);
+  chain.states.resize(L);
+  const std::size_t T = trace.tensors.size();
+  chain.forward_producer_layer.assign(T, kNoLayer);
+  chain.last_forward_reader.assign(T, kNoLayer);
+  chain.readers.resize(T);
+
+  std::vector<std::size_t> weight_owner(T, kNoLayer);
+  std::vector<bool> updated(T, false);
+  bool has_update = false;
+  for (const Op& op : trace.ops) {
+    for (const TensorId id : op.inputs)
+      chain.readers[static_cast<std::size_t>(id)].push_back(op.id);
+    if (op.phase == Phase::update) {
+      const auto found = index.find(op.layer);
+      if (found == index.end())
+        throw InputError(sourced.source, fmt::format("update op {} ('{}') is in layer {}, which has no forward or "
+                                                     "backward op",
+                                                     op.id, op.name, op.layer));
+      has_update = true;
+      chain.update_ops[found->second].push_back(op.id);
+      for (const auto* list : {&op.inputs, &op.outputs})
+        for (const TensorId id : *list) {
+          const auto t = static_cast<std::size_t>(id);
+          updated[t] = true;
+          if (trace.tensors[t].kind == TensorKind::weight && weight_owner[t] == kNoLayer)
+            weight_owner[t] = found->second; // a weight only the update reads (rare); forward owners win below
+          if (trace.tensors[t].kind == TensorKind::optimizer_state &&
+              std::find(chain.states[found->second].begin(), chain.states[found->second].end(), id) ==
+                  chain.states[found->second].end()) {
+            bool earlier = false;
+            for (std::size_t k = 0; k < found->second && !earlier; ++k)
+              earlier = std::find(chain.states[k].begin(), chain.states[k].end(), id) != chain.states[k].end();
+            if (!earlier)
+              chain.states[found->second].push_back(id);
+          }
+        }
+      continue;
+    }
+    const std::size_t l = index.at(op.layer);
+    chain.pass_ops[l].push_back(op.id);
+    if (!is_forward(op.phase))
+      continue;
+    chain.forward_ops[l].push_back(op.id);
+    for (const TensorId id : op.inputs) {
+      const auto t = static_cast<std::size_t>(id);
+      const std::size_t producer = chain.forward_producer_layer[t];
+      if (producer != kNoLayer && producer > l)
+        throw InputError(sourced.source,
+                         fmt::format("op {} ('{}', layer {}) reads '{}' from the later layer {}: the forward is not "
+                                     "a chain of layers",
+                                     op.id, op.name, op.layer, trace.tensors[t].name, chain.layer_ids[producer]));
+      if (chain.last_forward_reader[t] == kNoLayer || chain.last_forward_reader[t] < l)
+        chain.last_forward_reader[t] = l;
+    }
+    for (const TensorId id : op.outputs)
+      if (chain.forward_producer_layer[static_cast<std::size_t>(id)] == kNoLayer)
+        chain.forward_producer_layer[static_cast<std::size_t>(id)] = l;
+  }
+  // Weights belong to the first layer whose forward (else backward) reads them.
+  std::vector<std::size_t> first_reader(T, kNoLayer);
+  for (std::size_t l = 0; l < L; ++l)
+    for (const OpId id : chain.pass_ops[l])
+      for (const TensorId t : trace.op(id).inputs)
+        if (first_reader[static_cast<std::size_t>(t)] == kNoLayer)
+          first_reader[static_cast<std::size_t>(t)] = l;
+  for (std::size_t t = 0; t < T; ++t) {
+    const Tensor& tensor = trace.tensors[t];
+    if (tensor.kind == TensorKind::weight) {
+      const std::size_t owner = first_reader[t] != kNoLayer ? first_reader[t] : weight_owner[t];
+      if (owner == kNoLayer)
+        continue; // read by no op: not part of any layer
+      (updated[t] || !has_update ? chain.parameters : chain.buffers)[owner].push_back(tensor.id);
+    }
+    // X: the data batch (input tensors) enters layer 0; a forward output of layer p enters p+1 .. its last reader.
+    const std::size_t last = chain.last_forward_reader[t];
+    if (last == kNoLayer)
+      continue;
+    std::size_t first_entered = kNoLayer;
+    if (tensor.kind == TensorKind::input)
+      first_entered = 0;
+    else if (chain.forward_producer_layer[t] != kNoLayer)
+      first_entered = chain.forward_producer_layer[t] + 1;
+    if (first_entered == kNoLayer)
+      continue;
+    for (std::size_t l = first_entered; l <= last; ++l)
+      chain.entering[l].push_back(tensor.id);
+  }
+  return chain;
+}
+
+std::uint64_t bytes_of(const Trace& trace, const std::vector<TensorId>& tensors)
+{
+  std::uint64_t sum = 0;
+  for (const TensorId id : tensors)
+    sum += trace.tensor(id).bytes;
+  return sum;
+}
+
+// Peak bytes of running `ops` (trace order) alone. Resident for the whole run: `held` and every tensor the ops
+// read without producing (weights, buffers, inputs, incoming gradients). A tensor the ops produce is allocated when
+// its op starts, with the op's workspace, and freed after its last read among the ops unless `kept_to_end(t)`.
+template <typename KeptToEnd>
+std::int64_t run_alone_peak(const Trace& trace, const std::vector<OpId>& ops, const std::vector<TensorId>& held,
+                            const KeptToEnd& kept_to_end)
+{
+  std::map<TensorId, std::size_t> produced_at; // tensor -> index in ops of its producer
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (const TensorId id : trace.op(ops[i]).outputs)
+      if (!is_initially_resident(trace.tensor(id).kind))
+        produced_at.emplace(id, i);
+  std::vector<TensorId> resident = held;
+  for (const OpId id : ops)
+    for (const TensorId t : trace.op(id).inputs)
+      if (produced_at.count(t) == 0)
+        resident.push_back(t);
+  for (const OpId id : ops)
+    for (const TensorId t : trace.op(id).outputs)
+      if (produced_at.count(t) == 0)
+        resident.push_back(t); // an initially resident tensor an op writes in place
+  std::sort(resident.begin(), resident.end());
+  resident.erase(std::unique(resident.begin(), resident.end()), resident.end());
+
+  std::map<TensorId, std::size_t> last_use = produced_at;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    for (const TensorId t : trace.op(ops[i]).inputs)
+      if (produced_at.count(t) != 0)
+        last_use[t] = std::max(last_use[t], i);
+  std::vector<std::vector<TensorId>> frees(ops.size());
+  for (const auto& [t, i] : last_use)
+    if (!kept_to_end(t))
+      frees[i].push_back(t);
+
+  std::int64_t live = static_cast<std::int64_t>(bytes_of(trace, resident));
+  std::int64_t peak = live;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = trace.op(ops[i]);
+    for (const TensorId t : op.outputs) {
+      const auto found = produced_at.find(t);
+      if (found != produced_at.end() && found->second == i)
+        live += static_cast<std::int64_t>(trace.tensor(t).bytes);
+    }
+    peak = std::max(peak, live + static_cast<std::int64_t>(op.workspace_bytes));
+    for (const TensorId t : frees[i])
+      live -= static_cast<std::int64_t>(trace.tensor(t).bytes);
+  }
+  return peak;
+}
+
+double sum_times(const Trace& trace, const std::vector<OpId>& ops)
+{
+  double sum = 0;
+  for (const OpId id : ops)
+    sum += trace.op(id).time_s;
+  return sum;
+}
+
+// The chain layer's name: its index in the trace and the module of its first op ("3 (layer.2)").
+std::string layer_name(const Trace& trace, int layer_id, const std::vector<OpId>& ops)
+{
+  if (ops.empty())
+    return fmt::format("{}", layer_id);
+  const std::string& op_name = trace.op(ops.front()).name;
+  return fmt::format("{} ({})", layer_id, op_name.substr(0, op_name.find(':')));
+}
+
+ProfiledMicrobatch profile_at_batch(const Trace& trace, const Chain& chain)
+{
+  const std::size_t L = chain.layer_ids.size();
+  ProfiledMicrobatch sample;
+  for (std::size_t l = 0; l < L; ++l) {
+    const double forward_s = sum_times(trace, chain.forward_ops[l]);
+    sample.forward_time_s.push_back(forward_s);
+    double backward_s = forward_s; // Harmony's BWD task recomputes the layer's forward first
+    for (const OpId id : chain.pass_ops[l])
+      if (!is_forward(trace.op(id).phase))
+        backward_s += trace.op(id).time_s;
+    sample.backward_time_s.push_back(backward_s);
+    sample.input_bytes.push_back(bytes_of(trace, chain.entering[l]));
+
+    // Forward without autograd: the layer's outputs that enter the next layer stay; temporaries go.
+    const auto enters_next = [&](TensorId t) {
+      const auto i = static_cast<std::size_t>(t);
+      return chain.last_forward_reader[i] != kNoLayer && chain.last_forward_reader[i] > l;
+    };
+    sample.forward_peak_bytes.push_back(run_alone_peak(trace, chain.forward_ops[l], chain.entering[l], enters_next));
+    // Recompute + backward: what any other op reads (dX, weight gradients, Y) stays to the end.
+    const std::vector<OpId>& pass = chain.pass_ops[l];
+    const auto read_elsewhere = [&](TensorId t) {
+      if (trace.tensor(t).kind == TensorKind::weight_grad)
+        return true;
+      for (const OpId reader : chain.readers[static_cast<std::size_t>(t)])
+        if (!std::binary_search(pass.begin(), pass.end(), reader))
+          return true;
+      return false;
+    };
+    sample.backward_peak_bytes.push_back(run_alone_peak(trace, pass, chain.entering[l], read_elsewhere));
+  }
+  return sample;
+}
+
+} // namespace
+
+LayerProfile layer_profile_from_traces(const std::vector<SourcedTrace>& traces, const LayerProfileOptions& options)
+{
+  if (traces.empty())
+    throw InputError("", "no traces to profile");
+  std::vector<std::pair<int, const SourcedTrace*>> by_batch;
+  for (const SourcedTrace& sourced : traces) {
+    const std::optional<std::int64_t> batch = trace_batch_size(sourced.trace);
+    if (!batch || *batch <= 0 || *batch > std::numeric_limits<int>::max())
+      throw InputError(sourced.source, "unknown batch size (source.batch, or an input tensor's shape and batch_axis)");
+    for (const auto& [u, other] : by_batch)
+      if (u == *batch)
+        throw InputError(sourced.source, fmt::format("batch {} is also the batch of {}", u, other->source));
+    by_batch.emplace_back(static_cast<int>(*batch), &sourced);
+  }
+  std::sort(by_batch.begin(), by_batch.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const SourcedTrace& reference = *by_batch.front().second;
+  for (const auto& entry : by_batch)
+    if (entry.second != &reference)
+      check_same_structure(reference, *entry.second);
+  const Chain chain = chain_of(reference);
+  const std::size_t L = chain.layer_ids.size();
+
+  LayerProfile profile;
+  profile.model = options.model.empty() ? reference.trace.name : options.model;
+  if (options.source.empty()) {
+    std::string files;
+    for (const auto& [u, sourced] : by_batch)
+      files += fmt::format("{}{}", files.empty() ? "" : ", ", sourced->source);
+    profile.source =
+        fmt::format("memsim traces {} ({}, {})", files, reference.trace.source.device, reference.trace.source.dtype);
+  } else {
+    profile.source = options.source;
+  }
+  const Trace& smallest = reference.trace;
+  for (std::size_t l = 0; l < L; ++l) {
+    ProfiledLayer layer;
+    layer.name = layer_name(smallest, chain.layer_ids[l], chain.pass_ops[l]);
+    layer.weight_bytes = bytes_of(smallest, chain.parameters[l]);
+    layer.buffer_bytes = bytes_of(smallest, chain.buffers[l]);
+    layer.optimizer_state_bytes = bytes_of(smallest, chain.states[l]);
+    for (const OpId id : chain.update_ops[l]) {
+      const Op& op = smallest.op(id);
+      layer.cpu_update_s += options.host_update_time ? options.host_update_time(op) : op.cpu_time_s.value_or(op.time_s);
+    }
+    const std::uint64_t entering = bytes_of(smallest, chain.entering[l]);
+    const auto u = static_cast<std::uint64_t>(by_batch.front().first);
+    layer.input_bytes_per_sample = (entering + u / 2) / u;
+    profile.layers.push_back(std::move(layer));
+  }
+  for (const auto& [u, sourced] : by_batch) {
+    ProfiledMicrobatch sample = profile_at_batch(sourced->trace, chain);
+    for (std::size_t l = 0; l < L; ++l) {
+      const double expected = static_cast<double>(u) * static_cast<double>(profile.layers[l].input_bytes_per_sample);
+      const auto found = static_cast<double>(sample.input_bytes[l]);
+      if (std::abs(found - expected) > options.proportionality_tolerance * std::max(found, expected))
+        throw InputError(sourced->source,
+                         fmt::format("X(u={}, layer {}) = {} B is not u x {} B per sample (X at u={} in {}) within "
+                                     "{}%: Harmony scales X with u",
+                                     u, profile.layers[l].name, sample.input_bytes[l],
+                                     profile.layers[l].input_bytes_per_sample, by_batch.front().first, reference.source,
+                                     options.proportionality_tolerance * 100));
+    }
+    profile.sampled_forward.push_back(u);
+    profile.microbatches.emplace(u, std::move(sample));
+  }
+  profile.sampled_backward = profile.sampled_forward;
+  return profile;
+}
+
+} // namespace memsim
