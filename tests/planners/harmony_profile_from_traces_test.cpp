@@ -4,15 +4,15 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/estimator.hpp"
+#include "memsim/planners/harmony/profile_from_traces.hpp"
 #include "memsim/planners/harmony/search.hpp"
-#include "memsim/traces/layer_profile_from_traces.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-namespace memsim {
+namespace memsim::harmony {
 namespace {
 
 // At batch b (bytes in units of b are activations):
@@ -161,6 +161,12 @@ TEST(HarmonyProfileFromTraces, MismatchedStructureNamesTheFile)
   traces = two_batches();
   traces[1].trace.source.batch = 4;
   EXPECT_THROW((void)layer_profile_from_traces(traces), InputError); // the same batch twice
+  traces = two_batches();
+  traces[1].trace.ops[8].layer = 7; // an update op of a layer with no forward or backward op
+  EXPECT_THROW((void)layer_profile_from_traces(traces), InputError);
+  traces = two_batches();
+  traces[1].trace.ops[2].iteration = 1;
+  EXPECT_THROW((void)layer_profile_from_traces(traces), InputError);
 }
 
 TEST(HarmonyProfileFromTraces, NonProportionalInputIsAnError)
@@ -207,4 +213,4 @@ TEST(HarmonyProfileFromTraces, EstimatorAndSearchRunOnADerivedProfile)
 }
 
 } // namespace
-} // namespace memsim
+} // namespace memsim::harmony

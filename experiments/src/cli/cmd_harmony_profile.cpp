@@ -5,7 +5,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/cost_model.hpp"
 #include "memsim/hwmodels/machine.hpp"
-#include "memsim/traces/layer_profile_from_traces.hpp"
+#include "memsim/planners/harmony/profile_from_traces.hpp"
 
 #include <fmt/format.h>
 
@@ -20,20 +20,20 @@ struct ProfileOptions {
   std::string out;
   std::string machine;
   double host_memory_bandwidth = 0;
-  double tolerance = LayerProfileOptions{}.proportionality_tolerance;
+  double tolerance = harmony::LayerProfileOptions{}.proportionality_tolerance;
   std::string model;
 };
 
 void run_profile(const ProfileOptions& options)
 {
-  std::vector<SourcedTrace> traces;
+  std::vector<harmony::SourcedTrace> traces;
   for (const std::string& path : options.traces)
     traces.push_back({path, load_trace(path)});
   if (options.host_memory_bandwidth < 0)
     throw InputError("--host-memory-bandwidth", "must not be negative");
   if (options.host_memory_bandwidth > 0 && options.machine.empty())
     throw InputError("--host-memory-bandwidth", "needs --machine (it replaces the machine's host bandwidth)");
-  LayerProfileOptions settings;
+  harmony::LayerProfileOptions settings;
   settings.proportionality_tolerance = options.tolerance;
   settings.model = options.model;
   std::optional<Machine> machine;
@@ -47,7 +47,7 @@ void run_profile(const ProfileOptions& options)
     const CostModel* model = cost.front().get();
     settings.host_update_time = [model](const Op& op) { return model->host_op_time(op); };
   }
-  const LayerProfile profile = layer_profile_from_traces(traces, settings);
+  const LayerProfile profile = harmony::layer_profile_from_traces(traces, settings);
   save_layer_profile(profile, options.out);
   std::string sizes;
   for (const int u : profile.sampled_forward)

@@ -1,8 +1,9 @@
 // Layer profiles from memsim traces of one model at several batch sizes (rules: LAYER_PROFILE.md, "Profiles from
 // memsim traces").
-#include "memsim/traces/layer_profile_from_traces.hpp"
+#include "memsim/planners/harmony/profile_from_traces.hpp"
 
 #include "memsim/common/error.hpp"
+#include "memsim/sim/memory_cursor.hpp"
 
 #include <fmt/format.h>
 
@@ -13,7 +14,7 @@
 #include <map>
 #include <optional>
 
-namespace memsim {
+namespace memsim::harmony {
 namespace {
 
 constexpr std::size_t kNoLayer = std::numeric_limits<std::size_t>::max();
@@ -180,54 +181,48 @@ std::uint64_t bytes_of(const Trace& trace, const std::vector<TensorId>& tensors)
   return sum;
 }
 
-// Peak bytes of running `ops` (trace order) alone. Resident for the whole run: `held` and every tensor the ops
-// read without producing (weights, buffers, inputs, incoming gradients). A tensor the ops produce is allocated when
-// its op starts, with the op's workspace, and freed after its last read among the ops unless `kept_to_end(t)`.
+// Peak bytes of running `ops` (trace order) alone, accounted by the execution core's MemoryCursor. Resident for the
+// whole run: `held` and every tensor the ops read without producing (weights, buffers, inputs, incoming gradients).
+// A tensor the ops produce is allocated when its op starts, with the op's workspace, and freed after its last read
+// among the ops unless `kept_to_end(t)`.
 template <typename KeptToEnd>
-std::int64_t run_alone_peak(const Trace& trace, const std::vector<OpId>& ops, const std::vector<TensorId>& held,
-                            const KeptToEnd& kept_to_end)
+std::int64_t run_alone_peak(const SourcedTrace& sourced, const std::vector<OpId>& ops,
+                            const std::vector<TensorId>& held, const KeptToEnd& kept_to_end)
 {
-  std::map<TensorId, std::size_t> produced_at; // tensor -> index in ops of its producer
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    for (const TensorId id : trace.op(ops[i]).outputs)
-      if (!is_initially_resident(trace.tensor(id).kind))
-        produced_at.emplace(id, i);
+  const Trace& trace = sourced.trace;
+  std::map<TensorId, std::size_t> last_use; // tensors the ops produce -> index in ops of their last use
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = trace.op(ops[i]);
+    for (const TensorId id : op.outputs) {
+      if (is_initially_resident(trace.tensor(id).kind))
+        throw InputError(sourced.source, fmt::format("op {} ('{}') writes the initially resident '{}' as an output",
+                                                     op.id, op.name, trace.tensor(id).name));
+      last_use.emplace(id, i);
+    }
+  }
   std::vector<TensorId> resident = held;
   for (const OpId id : ops)
     for (const TensorId t : trace.op(id).inputs)
-      if (produced_at.count(t) == 0)
+      if (last_use.count(t) == 0)
         resident.push_back(t);
-  for (const OpId id : ops)
-    for (const TensorId t : trace.op(id).outputs)
-      if (produced_at.count(t) == 0)
-        resident.push_back(t); // an initially resident tensor an op writes in place
   std::sort(resident.begin(), resident.end());
   resident.erase(std::unique(resident.begin(), resident.end()), resident.end());
-
-  std::map<TensorId, std::size_t> last_use = produced_at;
   for (std::size_t i = 0; i < ops.size(); ++i)
     for (const TensorId t : trace.op(ops[i]).inputs)
-      if (produced_at.count(t) != 0)
-        last_use[t] = std::max(last_use[t], i);
+      if (const auto found = last_use.find(t); found != last_use.end())
+        found->second = std::max(found->second, i);
   std::vector<std::vector<TensorId>> frees(ops.size());
   for (const auto& [t, i] : last_use)
     if (!kept_to_end(t))
       frees[i].push_back(t);
 
-  std::int64_t live = static_cast<std::int64_t>(bytes_of(trace, resident));
-  std::int64_t peak = live;
+  MemoryCursor cursor(trace, resident);
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = trace.op(ops[i]);
-    for (const TensorId t : op.outputs) {
-      const auto found = produced_at.find(t);
-      if (found != produced_at.end() && found->second == i)
-        live += static_cast<std::int64_t>(trace.tensor(t).bytes);
-    }
-    peak = std::max(peak, live + static_cast<std::int64_t>(op.workspace_bytes));
+    cursor.run(ops[i]);
     for (const TensorId t : frees[i])
-      live -= static_cast<std::int64_t>(trace.tensor(t).bytes);
+      cursor.free(t);
   }
-  return peak;
+  return static_cast<std::int64_t>(cursor.peak());
 }
 
 double sum_times(const Trace& trace, const std::vector<OpId>& ops)
@@ -247,8 +242,9 @@ std::string layer_name(const Trace& trace, int layer_id, const std::vector<OpId>
   return fmt::format("{} ({})", layer_id, op_name.substr(0, op_name.find(':')));
 }
 
-ProfiledMicrobatch profile_at_batch(const Trace& trace, const Chain& chain)
+ProfiledMicrobatch profile_at_batch(const SourcedTrace& sourced, const Chain& chain)
 {
+  const Trace& trace = sourced.trace;
   const std::size_t L = chain.layer_ids.size();
   ProfiledMicrobatch sample;
   for (std::size_t l = 0; l < L; ++l) {
@@ -266,7 +262,7 @@ ProfiledMicrobatch profile_at_batch(const Trace& trace, const Chain& chain)
       const auto i = static_cast<std::size_t>(t);
       return chain.last_forward_reader[i] != kNoLayer && chain.last_forward_reader[i] > l;
     };
-    sample.forward_peak_bytes.push_back(run_alone_peak(trace, chain.forward_ops[l], chain.entering[l], enters_next));
+    sample.forward_peak_bytes.push_back(run_alone_peak(sourced, chain.forward_ops[l], chain.entering[l], enters_next));
     // Recompute + backward: what any other op reads (dX, weight gradients, Y) stays to the end.
     const std::vector<OpId>& pass = chain.pass_ops[l];
     const auto read_elsewhere = [&](TensorId t) {
@@ -277,7 +273,7 @@ ProfiledMicrobatch profile_at_batch(const Trace& trace, const Chain& chain)
           return true;
       return false;
     };
-    sample.backward_peak_bytes.push_back(run_alone_peak(trace, pass, chain.entering[l], read_elsewhere));
+    sample.backward_peak_bytes.push_back(run_alone_peak(sourced, pass, chain.entering[l], read_elsewhere));
   }
   return sample;
 }
@@ -289,7 +285,14 @@ LayerProfile layer_profile_from_traces(const std::vector<SourcedTrace>& traces, 
   if (traces.empty())
     throw InputError("", "no traces to profile");
   std::vector<std::pair<int, const SourcedTrace*>> by_batch;
+  if (!(options.proportionality_tolerance >= 0))
+    throw InputError("", "the proportionality tolerance must not be negative");
   for (const SourcedTrace& sourced : traces) {
+    for (const Op& op : sourced.trace.ops)
+      if (op.iteration != 0)
+        throw InputError(sourced.source, fmt::format("op {} ('{}') is in iteration {}: a layer profile is made of "
+                                                     "one training iteration",
+                                                     op.id, op.name, op.iteration));
     const std::optional<std::int64_t> batch = trace_batch_size(sourced.trace);
     if (!batch || *batch <= 0 || *batch > std::numeric_limits<int>::max())
       throw InputError(sourced.source, "unknown batch size (source.batch, or an input tensor's shape and batch_axis)");
@@ -334,7 +337,7 @@ LayerProfile layer_profile_from_traces(const std::vector<SourcedTrace>& traces, 
     profile.layers.push_back(std::move(layer));
   }
   for (const auto& [u, sourced] : by_batch) {
-    ProfiledMicrobatch sample = profile_at_batch(sourced->trace, chain);
+    ProfiledMicrobatch sample = profile_at_batch(*sourced, chain);
     for (std::size_t l = 0; l < L; ++l) {
       const double expected = static_cast<double>(u) * static_cast<double>(profile.layers[l].input_bytes_per_sample);
       const auto found = static_cast<double>(sample.input_bytes[l]);
@@ -353,4 +356,4 @@ LayerProfile layer_profile_from_traces(const std::vector<SourcedTrace>& traces, 
   return profile;
 }
 
-} // namespace memsim
+} // namespace memsim::harmony

@@ -1,7 +1,8 @@
 #pragma once
-// A layer profile (layer_profile.hpp) derived from memsim traces of one model at several batch sizes, so that
-// Harmony's estimator and search run on memsim's own models. The rules (which ops and bytes count where) are in
-// traces/src/LAYER_PROFILE.md, "Profiles from memsim traces".
+// A layer profile (memsim/traces/layer_profile.hpp) derived from memsim traces of one model at several batch sizes,
+// so that Harmony's estimator and search run on memsim's own models. The rules (which ops and bytes count where) are
+// in traces/src/LAYER_PROFILE.md, "Profiles from memsim traces". It lives with the planners because the peaks are
+// accounted by the execution core's MemoryCursor.
 #include "memsim/traces/layer_profile.hpp"
 #include "memsim/traces/trace.hpp"
 
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace memsim {
+namespace memsim::harmony {
 
 // One trace and where it came from (a file name; errors name it).
 struct SourcedTrace {
@@ -34,4 +35,4 @@ struct LayerProfileOptions {
 LayerProfile layer_profile_from_traces(const std::vector<SourcedTrace>& traces,
                                        const LayerProfileOptions& options = {});
 
-} // namespace memsim
+} // namespace memsim::harmony
