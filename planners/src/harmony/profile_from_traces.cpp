@@ -141,7 +141,7 @@ Chain chain_of(const SourcedTrace& sourced)
       if (chain.forward_producer_layer[static_cast<std::size_t>(id)] == kNoLayer)
         chain.forward_producer_layer[static_cast<std::size_t>(id)] = l;
   }
-  // Weights belong to the first layer whose forward (else backward) reads them.
+  // Weights belong to the first layer (chain order) whose forward, loss or backward ops read them.
   std::vector<std::size_t> first_reader(T, kNoLayer);
   for (std::size_t l = 0; l < L; ++l)
     for (const OpId id : chain.pass_ops[l])
