@@ -151,5 +151,42 @@ TEST(TraceCli, ImportHarmonyProfileThenEstimateAndSearch)
   EXPECT_NE(bad.output.find("--u-fwd"), std::string::npos) << bad.output;
 }
 
+// memsim harmony profile: generated traces of one model at two batch sizes become a layer profile that search reads.
+TEST(TraceCli, HarmonyProfileFromGeneratedTracesThenSearch)
+{
+  test::ScratchDir dir;
+  std::string traces;
+  for (const char* batch : {"2", "4"}) {
+    const std::string out = (dir / (std::string("t") + batch + ".json")).string();
+    const auto generated =
+        test::run_command(memsim(std::string("gen transformer --layers 2 --hidden 64 --heads 2 --seq 16 --vocab 100 "
+                                             "--machine h200 --batch ") +
+                                 batch + " --out " + out));
+    ASSERT_EQ(generated.exit_code, 0) << generated.output;
+    traces += " --trace " + out;
+  }
+  const std::string profile = (dir / "t.layers.json").string();
+  const auto made = test::run_command(memsim("harmony profile" + traces + " --model tiny-transformer -o " + profile));
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  EXPECT_NE(made.output.find("tiny-transformer: 4 layers, u = 2,4"), std::string::npos) << made.output;
+  const auto again = test::run_command(memsim("harmony profile" + traces + " --model tiny-transformer -o " +
+                                              (dir / "again.json").string()));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(test::read_file(profile), test::read_file(dir / "again.json"));
+  const auto search = test::run_command(
+      memsim("harmony search --profile " + profile + " --gpus 2 --minibatch 4 --mode pp --time-del 0"), true);
+  ASSERT_EQ(search.exit_code, 0) << search.output;
+  EXPECT_NE(search.output.find("tiny-transformer pp N=2 D=4: best of"), std::string::npos) << search.output;
+
+  const std::string other = (dir / "cnn.json").string();
+  ASSERT_EQ(test::run_command(memsim("gen cnn --depth 2 --image 32 --batch 8 --machine h200 --out " + other)).exit_code,
+            0);
+  const auto mismatched = test::run_command(memsim("harmony profile" + traces + " --trace " + other + " -o " +
+                                                   (dir / "bad.json").string()));
+  EXPECT_EQ(mismatched.exit_code, 2);
+  EXPECT_NE(mismatched.output.find(other + ": not the same model as"), std::string::npos) << mismatched.output;
+  EXPECT_EQ(test::run_command(memsim("harmony profile --help")).exit_code, 0);
+}
+
 } // namespace
 } // namespace memsim

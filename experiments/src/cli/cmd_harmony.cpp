@@ -119,6 +119,17 @@ void run_search(const SearchOptions& options)
   std::fprintf(stderr, "search time %.3f s\n", seconds);
 }
 
+// The estimator's machine parameters, shared by `estimate` and `search`.
+void add_estimator_options(CLI::App* command, harmony::EstimatorSettings& settings)
+{
+  command->add_option("--bw-swap", settings.bw_swap, "host<->GPU bytes/s shared by the N GPUs")->capture_default_str();
+  command->add_option("--bw-p2p", settings.bw_p2p, "GPU<->GPU bytes/s")->capture_default_str();
+  command->add_option("--bw-msg", settings.bw_msg, "host-memory copy bytes/s between rank processes")
+      ->capture_default_str();
+  command->add_option("--time-del", settings.time_del, "seconds per FWD/BWD task to free its tensors")
+      ->capture_default_str();
+}
+
 } // namespace
 
 void add_harmony_command(CLI::App& app, Context&)
@@ -141,13 +152,7 @@ void add_harmony_command(CLI::App& app, Context&)
                        "empty when P_B has one pack)");
   estimate->add_option("--packs-bwd", options->packs_backward, "P_B as inclusive layer ranges, covering every layer")
       ->required();
-  estimate->add_option("--bw-swap", options->settings.bw_swap, "host<->GPU bytes/s shared by the N GPUs")
-      ->capture_default_str();
-  estimate->add_option("--bw-p2p", options->settings.bw_p2p, "GPU<->GPU bytes/s")->capture_default_str();
-  estimate->add_option("--bw-msg", options->settings.bw_msg, "host-memory copy bytes/s between rank processes")
-      ->capture_default_str();
-  estimate->add_option("--time-del", options->settings.time_del, "seconds per FWD/BWD task to free its tensors")
-      ->capture_default_str();
+  add_estimator_options(estimate, options->settings);
   estimate->add_option("--events", options->events, "write the event timeline as CSV");
   estimate->callback([options] { run_estimate(*options); });
 
@@ -169,7 +174,9 @@ void add_harmony_command(CLI::App& app, Context&)
   search->add_flag("--rank-fit-first", search_options->rank_fit_first,
                    "rank a model that fits one pack first (Harmony's default; its paper scripts pass "
                    "--rank_fit_normally)");
+  add_estimator_options(search, search_options->settings.estimator);
   search->callback([search_options] { run_search(*search_options); });
+  add_harmony_profile_command(harmony);
 }
 
 } // namespace memsim::cli

@@ -30,6 +30,8 @@ void add_validate_command(CLI::App& app, Context& context);
 void add_max_scale_command(CLI::App& app, Context& context);
 // memsim harmony estimate: Harmony's own runtime estimator on a layer profile.
 void add_harmony_command(CLI::App& app, Context& context);
+// memsim harmony profile (added by add_harmony_command): a layer profile from traces.
+void add_harmony_profile_command(CLI::App* harmony);
 
 // Where shipped data lives: configs/machines etc. (source tree, or MEMSIM_DATA_DIR).
 std::filesystem::path data_dir();
