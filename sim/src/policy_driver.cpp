@@ -12,6 +12,7 @@ namespace {
 constexpr const char* kOffloadStream = "policy-d2h";
 constexpr const char* kFetchStream = "policy-h2d";
 constexpr const char* kEvictStream = "policy-evict";
+constexpr const char* kHostReleaseStream = "policy-host";
 
 void add_unique(std::vector<StepId>& ids, StepId id)
 {
@@ -41,6 +42,26 @@ PolicyDriver::PolicyDriver(MemoryPolicy& policy, const Trace& trace, const Plan&
       if (!producer_[static_cast<std::size_t>(output)])
         producer_[static_cast<std::size_t>(output)] = op.id;
   grow(plan.steps.size());
+  for (const Step& step : plan.steps)
+    if (step.tensor &&
+        (step.device == kHostDevice || step.kind == StepKind::prefetch || step.kind == StepKind::offload))
+      last_host_touch_[{step.instance, *step.tensor}] = step.id;
+    else if (step.op && step.device == kHostDevice)
+      for (const auto* ids : {&trace.op(*step.op).inputs, &trace.op(*step.op).outputs})
+        for (TensorId tensor : *ids)
+          last_host_touch_[{step.instance, tensor}] = step.id;
+}
+
+void PolicyDriver::release_policy_host_copy(const Step& plan_free, std::vector<StepId> deps)
+{
+  const std::pair<int, TensorId> copy{plan_free.instance, *plan_free.tensor};
+  if (plan_free.device == kHostDevice || !policy_host_copies_.count(copy) || !has_host_copy(copy.first, copy.second))
+    return;
+  if (auto touch = last_host_touch_.find(copy); touch != last_host_touch_.end() && touch->second > plan_free.id)
+    return;
+  policy_host_copies_.erase(copy);
+  add_policy_step(StepKind::free, TensorSlot{kHostDevice, copy.first, copy.second}, kHostReleaseStream,
+                  std::move(deps));
 }
 
 void PolicyDriver::grow(std::size_t step_count)
@@ -235,8 +256,12 @@ std::optional<PolicyDriver::Admission> PolicyDriver::admit_free_or_offload(const
   if (moved_out && (step.kind == StepKind::free || has_host_copy(step.instance, *step.tensor))) {
     skipped_[static_cast<std::size_t>(step.id)] = 1;
     inherited_[static_cast<std::size_t>(step.id)] = trigger_deps(step.id);
-    if (step.kind == StepKind::free)
+    if (step.kind == StepKind::free) {
       histories_[slot].displaced = false; // the plan is done with it
+      std::vector<StepId> deps = trigger_deps(step.id);
+      add_unique(deps, h->displaced_by); // after the copy that made the host copy
+      release_policy_host_copy(step, std::move(deps));
+    }
     return Admission::skip;
   }
   return std::nullopt;
@@ -359,6 +384,8 @@ void PolicyDriver::started(StepId id)
     }
     h.maker = -1;
     h.users.clear();
+    if (!is_policy_step(id))
+      release_policy_host_copy(step, {id});
   }
   if (!is_policy_step(id))
     execute(policy_->on_step_start(step, *this), trigger_deps(id), std::nullopt);
@@ -438,6 +465,7 @@ bool PolicyDriver::execute(const std::vector<PolicyAction>& actions, const std::
       if (action.kind == PolicyAction::Kind::offload) {
         const StepId copy = add_policy_step(StepKind::offload, slot, kOffloadStream, deps, std::nullopt, std::nullopt,
                                             action.service_s);
+        policy_host_copies_.insert({slot.instance, slot.tensor});
         release = add_policy_step(StepKind::free, slot, kOffloadStream, {copy});
       } else {
         release = add_policy_step(StepKind::free, slot, kEvictStream, deps);

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -95,6 +96,10 @@ private:
                          std::optional<OpId> op = std::nullopt, std::optional<StepId> run_before = std::nullopt,
                          double service_s = 0);
   std::vector<StepId> removal_deps(const TensorSlot& slot); // a victim is removed after its maker and its users
+  // A plan free of a tensor whose host copy a policy offload made: once the plan touches that host copy no more (no
+  // later prefetch, offload or host step of the tensor), the copy is dead too and a policy free on the host drops it,
+  // so host memory does not fill with the copies of every tensor a policy ever swapped.
+  void release_policy_host_copy(const Step& plan_free, std::vector<StepId> deps);
 
   MemoryPolicy* policy_;
   const Trace* trace_;
@@ -111,6 +116,8 @@ private:
   std::vector<std::uint8_t> skipped_;
   std::vector<std::vector<StepId>> inherited_; // skipped steps: what their dependents wait for instead
   std::vector<StepId> start_order_;
+  std::set<std::pair<int, TensorId>> policy_host_copies_; // (instance, tensor) whose host copy a policy offload made
+  std::map<std::pair<int, TensorId>, StepId> last_host_touch_; // the plan's last step using that host copy
   int current_iteration_ = 0; // of the plan step being admitted, started or finished: policy steps inherit it
 };
 

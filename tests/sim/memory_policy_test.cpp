@@ -285,6 +285,48 @@ TEST_P(MemoryPolicyOnEngine, APolicyThatIsNeverNeededChangesNothing)
   EXPECT_EQ(plan_to_json(*without.realized_plan), plan_to_json(plan));
 }
 
+// lru_trace twice over, on a0..a5 then b0..b5 (hand_trace names them a6..a11; x feeds both), with the plan freeing each
+// activation after its last read (a4, a5, b4, b5 right after their producers); budget 5 MB. First half: f3 ends at 4 ms
+// and a2 is freed; f4 needs 2 MB with 1 MB free, a0 and a3 are pinned, so a1 goes to the host 4-5 ms; f4 5-6; f5
+// fetches a1 6-7 and runs 7-8, and the plan's free of a1 leaves the policy's host copy dead: a policy free on the host
+// drops it. The second half repeats 8-16 ms with b1. So the host never holds more than one 1 MB copy (2 MB if the
+// copies were kept).
+TEST_P(MemoryPolicyOnEngine, APolicyHostCopyIsDroppedWhenThePlanFreesTheTensor)
+{
+  const std::vector<std::uint64_t> half{kMB, kMB, kMB, kMB, 2 * kMB, kMB};
+  std::vector<std::uint64_t> sizes = half;
+  sizes.insert(sizes.end(), half.begin(), half.end());
+  std::vector<HandOp> ops;
+  std::vector<std::vector<TensorId>> freed_after;
+  for (TensorId base : {0, 6}) {
+    const TensorId a0 = base + 1, a1 = base + 2, a2 = base + 3, a3 = base + 4, a4 = base + 5, a5 = base + 6;
+    ops.insert(ops.end(), {{{0}, {a0}}, {{a0}, {a1}}, {{a1}, {a2}}, {{a2}, {a3}}, {{a0, a3}, {a4}}, {{a1}, {a5}}});
+    freed_after.insert(freed_after.end(), {{}, {}, {}, {a2}, {a0, a3, a4}, {a1, a5}});
+  }
+  const Trace trace = hand_trace(sizes, ops);
+  Plan plan = all_ops_in_order(trace, 5 * kMB, PolicyChoice{"lru-swap", {}});
+  plan.steps.clear();
+  PlanBuilder build(plan);
+  for (const Op& op : trace.ops) {
+    build.compute(op.id);
+    for (TensorId tensor : freed_after[static_cast<std::size_t>(op.id)])
+      build.free(tensor);
+  }
+  const RunResult live = run(GetParam(), trace, one_gpu_machine(), plan);
+  ASSERT_TRUE(live.metrics.feasible) << (live.error ? live.error->message : "");
+  EXPECT_THAT(labels_of(live, StepKind::offload), ElementsAre("a1", "a7"));
+  EXPECT_THAT(labels_of(live, StepKind::prefetch), ElementsAre("a1", "a7"));
+  EXPECT_NEAR(live.metrics.iteration_time_s, 0.016, 1e-12);
+  EXPECT_EQ(live.metrics.peak_host_bytes, kMB);
+  ASSERT_TRUE(live.realized_plan);
+  std::vector<std::string> host_frees;
+  for (const Step& step : live.realized_plan->steps)
+    if (step.kind == StepKind::free && step.device == kHostDevice)
+      host_frees.push_back(trace.tensor(*step.tensor).name + "@" + step.stream);
+  EXPECT_THAT(host_frees, ElementsAre("a1@policy-host", "a7@policy-host"));
+  expect_same_run(live, run(GetParam(), trace, one_gpu_machine(), *live.realized_plan));
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, MemoryPolicyOnEngine, ::testing::Values(EngineKind::fast, EngineKind::simgrid),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
