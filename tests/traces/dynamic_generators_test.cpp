@@ -138,6 +138,29 @@ TEST(TreeLstm, AThreeLeafTreeHasTwoCells)
               static_cast<std::size_t>(13 * leaves - 5));
 }
 
+// The merge order follows the seed's grammar plus shape_noise of per-iteration noise: without noise every iteration of
+// one length builds the same tree (the grammar decides); with all noise the trees differ; the grammar does not depend
+// on the iterations drawn before it.
+TEST(TreeLstm, ShapeNoiseMixesAFixedGrammarWithPerIterationChance)
+{
+  TreeLstmSpec fixed = tiny_tree(12, 12, 6);
+  fixed.shape_noise = 0;
+  const Trace grammar_only = generate_tree_lstm(fixed, kRoofline);
+  for (const auto& nodes : grammar_only.decisions)
+    EXPECT_EQ(nodes, grammar_only.decisions.front());
+  TreeLstmSpec noisy = fixed;
+  noisy.shape_noise = 1;
+  const Trace random = generate_tree_lstm(noisy, kRoofline);
+  std::set<std::vector<std::string>> shapes(random.decisions.begin(), random.decisions.end());
+  EXPECT_GT(shapes.size(), 1u);
+  TreeLstmSpec longer = fixed;
+  longer.iterations = 1;
+  EXPECT_EQ(generate_tree_lstm(longer, kRoofline).decisions.front(), grammar_only.decisions.front());
+  TreeLstmSpec bad = fixed;
+  bad.shape_noise = 1.5;
+  EXPECT_THROW(generate_tree_lstm(bad, kRoofline), InputError);
+}
+
 // One layer, one group, top-2: forward router + 2 x (up, down) + combine + classifier = 7, loss 1, backward 7, one
 // gradient sum (the router scores feed both experts), Adam 6 (router, 2 x 2 expert weights, classifier): 22.
 TEST(Moe, OnlyTheChosenExpertsRun)

@@ -30,6 +30,8 @@ public:
     const auto span = static_cast<std::uint64_t>(high - low) + 1;
     return low + static_cast<int>(next() % span);
   }
+  // Uniform in [0, 1) from the top 53 bits.
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
 private:
   std::uint64_t state_;
@@ -127,7 +129,15 @@ Trace generate_tree_lstm(const TreeLstmSpec& spec, const Roofline& roofline)
   const TensorId tree_w = builder.weight("tree.w", {2 * h, 5 * h}, 0);
   const TensorId tree_b = builder.weight("tree.b", {5 * h}, 0);
   const TensorId classifier = builder.weight("cls.w", {h, spec.classes}, 0);
+  if (spec.shape_noise < 0 || spec.shape_noise > 1)
+    throw InputError("--shape-noise", fmt::format("must be in [0, 1], found {}", spec.shape_noise));
   SeededDraws draws(spec.seed);
+  // The grammar: a weight per boundary between leaves i and i+1, from its own stream so that it does not depend on
+  // the iterations drawn before.
+  SeededDraws grammar_draws(spec.seed ^ 0x5eedf00dLL);
+  std::vector<double> grammar(static_cast<std::size_t>(spec.max_leaves));
+  for (double& weight : grammar)
+    weight = grammar_draws.unit();
   struct Node {
     int first = 0, end = 0;       // the leaves it spans
     TensorId hidden = 0;          // h
@@ -146,9 +156,18 @@ Trace generate_tree_lstm(const TreeLstmSpec& spec, const Roofline& roofline)
           builder.forward(fmt::format("leaf{}.select", i), "select", 0, {embedded}, {b, h}, bd * hd, kBatch);
       frontier.push_back(Node{i, i + 1, x, std::nullopt});
     }
-    // Merge a random pair of neighbours until one root is left: leaves - 1 internal nodes.
+    // Merge the best-scoring pair of neighbours until one root is left: leaves - 1 internal nodes.
     for (int node = 0; frontier.size() > 1; ++node) {
-      const auto pick = static_cast<std::size_t>(draws.between(0, static_cast<int>(frontier.size()) - 2));
+      std::size_t pick = 0;
+      double best = -1;
+      for (std::size_t i = 0; i + 1 < frontier.size(); ++i) {
+        const double boundary = grammar[static_cast<std::size_t>(frontier[i].end - 1)];
+        const double score = (1 - spec.shape_noise) * boundary + spec.shape_noise * draws.unit();
+        if (score > best) {
+          best = score;
+          pick = i;
+        }
+      }
       const Node left = frontier[pick], right = frontier[pick + 1];
       const std::string p = fmt::format("node[{},{})", left.first, right.end);
       builder.decide(p);

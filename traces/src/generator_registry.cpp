@@ -108,6 +108,10 @@ GeneratorInfo tree_lstm_generator()
       "treelstm", "binary Tree-LSTM: a random tree per iteration, one cell per internal node, leaves embedded",
       {param("min_leaves", &TreeLstmSpec::min_leaves, "fewest leaves (tokens)", {.min = 2}),
        param("max_leaves", &TreeLstmSpec::max_leaves, "most leaves (tokens)", {.min = 2}),
+       param("shape_noise", &TreeLstmSpec::shape_noise,
+             "weight of per-iteration noise against the seed's fixed grammar in each merge (0: one tree per length, "
+             "1: uniformly random; 0.2 spreads Jaccard distances over Table I's bins)",
+             {.min = 0, .max = 1}),
        param("batch", &TreeLstmSpec::batch, "batch size", positive()),
        param("hidden", &TreeLstmSpec::hidden, "hidden size", positive()),
        param("vocab", &TreeLstmSpec::vocab, "vocabulary", positive()),

@@ -29,14 +29,18 @@ struct VarLstmSpec {
 };
 
 // Tree-LSTM (binary, Tai et al.): per iteration a leaf count drawn uniformly from [min_leaves, max_leaves] and a
-// random binary tree over them (adjacent pairs merged in a seeded order); the sentence is embedded once and every leaf
-// selects its row, every internal node one Tree-LSTM cell (gates, cell state, hidden state), the root feeds a
-// classifier. Decisions: "node[a,b)" for every internal node spanning leaves a..b-1.
+// binary tree over them, built by greedily merging the best-scoring pair of neighbours. A pair's score mixes a fixed
+// "grammar" (one weight per leaf boundary, drawn once from the seed: sentences share structure, as parses do) with
+// fresh per-iteration noise: (1 - shape_noise) x grammar + shape_noise x uniform. 0 gives the same tree for the same
+// length; 1 a uniformly random merge order. The sentence is embedded once and every leaf selects its row, every
+// internal node one Tree-LSTM cell (gates, cell state, hidden state), the root feeds a classifier. Decisions:
+// "node[a,b)" for every internal node spanning leaves a..b-1.
 struct TreeLstmSpec {
   int iterations = 4;
   std::int64_t seed = 1;
   int min_leaves = 5;
   int max_leaves = 30;
+  double shape_noise = 0.2;
   int batch = 64;
   int hidden = 512;
   int vocab = 30000;
