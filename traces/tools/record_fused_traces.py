@@ -11,7 +11,6 @@ memory skips the larger K of that model; any other failure is printed (FAILED) a
 `--tiny` runs the same code on small shapes (CPU checks of this script).
 """
 
-import argparse
 import gc
 import os
 import sys
@@ -22,7 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import memsim_export  # noqa: E402
-from record_shipped_traces import TINY, environment, is_out_of_memory, save_recording  # noqa: E402
+from record_shipped_traces import (TINY, environment, is_out_of_memory, recorder_arguments,  # noqa: E402
+                                   save_recording)
 
 FUSED = [
     ("bert", 16, []),  # seq 512
@@ -50,18 +50,8 @@ def record_fused(model, batch, models, extra, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--tag", default="h100", help="device tag in the file names")
-    parser.add_argument("--out-dir", required=True)
-    parser.add_argument("--date", default=None)
-    parser.add_argument("--device-model", default=None, help="source.device, e.g. H100-80GB-SXM (see memsim_export)")
-    parser.add_argument("--only", default="", help="comma-separated model names")
+    parser = recorder_arguments(__doc__.split("\n")[0], "start no recording after this many seconds")
     parser.add_argument("--models-list", default="1,2,3,4,5,6,7,8", help="comma-separated K (fused models)")
-    parser.add_argument("--tiny", action="store_true", help="small shapes, for a CPU check of this script")
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--budget-s", type=float, default=1e9, help="start no recording after this many seconds")
     args = parser.parse_args()
     counts = sorted({int(k) for k in args.models_list.split(",") if k})
     if not counts or counts[0] < 1:

@@ -102,8 +102,9 @@ def save_recording(trace, report, path, args, started, extra):
     print("REPORT " + json.dumps(slim, sort_keys=True), flush=True)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def recorder_arguments(description, budget_help):
+    """The options every recorder takes (this one and record_fused_traces.py)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--tag", default="h100", help="device tag in the file names")
     parser.add_argument("--out-dir", required=True)
@@ -113,7 +114,12 @@ def main():
     parser.add_argument("--tiny", action="store_true", help="small shapes, for a CPU check of this script")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--budget-s", type=float, default=1e9, help="skip models that would start after this")
+    parser.add_argument("--budget-s", type=float, default=1e9, help=budget_help)
+    return parser
+
+
+def main():
+    parser = recorder_arguments(__doc__.split("\n")[0], "skip models that would start after this")
     parser.add_argument("--fractions", default="1",
                         help="comma-separated fractions of each model's shipped batch to record (rounded, at least 1),"
                              " e.g. 0.125,0.25,0.5,0.75,1 for the cost model's batch-rescaling check")
