@@ -6,15 +6,7 @@
 #   DIR as for lease_recorded_validation.sh, with rec/cells.txt holding only the cells still to run.
 # Writes OUT/session.log, OUT/fused.tar.gz and OUT/measured.tar.gz (raw timings and plans; no assembled timelines).
 # Ends by about 330 s: the fused recordings start only in the first 150 s, the cells only before 320 s.
-set -u
-dir=$1
-out=$2
-tag=$3
-device_model=$4
-export LD_LIBRARY_PATH=$PWD/$dir/lib
-bin=$PWD/$dir/memsim-cuda
-start=$(date +%s)
-stamp() { echo "[$(($(date +%s) - start))s] $*"; }
+source "$(dirname "$0")/lease_common.sh"
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.limit --format=csv
   stamp "fused recordings"

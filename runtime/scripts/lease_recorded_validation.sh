@@ -11,15 +11,7 @@
 #        fragmentation.tar.gz, batches.tar.gz, measured.tar.gz, pool.tar.gz)
 #   TAG, DEVICE_MODEL  file tag and source.device of the recorded traces (h100 H100-80GB-SXM, h200 H200-141GB)
 # Each stage has its own time cap so that the whole command ends inside 8 minutes.
-set -u
-dir=$1
-out=$2
-tag=$3
-device_model=$4
-export LD_LIBRARY_PATH=$PWD/$dir/lib
-bin=$PWD/$dir/memsim-cuda
-start=$(date +%s)
-stamp() { echo "[$(($(date +%s) - start))s] $*"; }
+source "$(dirname "$0")/lease_common.sh"
 mkdir -p "$out/fragmentation" "$out/pool"
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.limit --format=csv
