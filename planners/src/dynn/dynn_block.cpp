@@ -1,0 +1,159 @@
+// dynn-block: DyNN-Offload's execution blocks as a static plan (spec dynn-offload.md §2.6) with oracle knowledge of
+// every iteration's graph. Every tensor starts on the host; each iteration is cut into blocks (the DP or a Figure-12
+// ablation) and run with double buffering: block j + 1's migration -- evictions (D2H first when the host copy is
+// stale and the tensor is used later), then prefetches -- starts when block j starts, and block j + 1's first op
+// waits for it. After an iteration's last block every resident tensor is freed (updated weights and moments written
+// back first), so the next iteration starts from the host again.
+#include "problem.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/planners/dynn/blocks.hpp"
+#include "memsim/planners/planner.hpp"
+
+#include <fmt/format.h>
+
+namespace memsim {
+namespace {
+
+struct DynnBlockOptions {
+  std::string partitioner = "dp";
+  int blocks = 0;
+  double dp_work_limit = 1e9;
+};
+
+dynn::Partition choose_partition(const dynn::BlockIndex& index, const DynnBlockOptions& options, bool& greedy,
+                                 double& dp_cost_s)
+{
+  const dynn::DpResult dp = dynn::partition_dp(index, options.dp_work_limit);
+  greedy = dp.greedy;
+  dp_cost_s = dp.cost_s;
+  if (options.partitioner == "dp")
+    return dp.partition;
+  const std::size_t blocks = options.blocks > 0 ? static_cast<std::size_t>(options.blocks) : dp.partition.size();
+  const dynn::EqualBy by = options.partitioner == "equal-ops"    ? dynn::EqualBy::ops
+                           : options.partitioner == "equal-time" ? dynn::EqualBy::time
+                                                                 : dynn::EqualBy::bytes;
+  dynn::Partition partition = dynn::partition_equal(index, by, blocks);
+  if (!dynn::partition_fits(index, partition))
+    throw Infeasible(fmt::format("dynn-block: {} with {} blocks puts more than one buffer ({} bytes) in a block",
+                                 options.partitioner, partition.size(), index.problem().capacity));
+  dp_cost_s = dynn::dp_cost(index, partition);
+  return partition;
+}
+
+// Steps of one iteration's schedule, with the deps of spec §1.7: a migration starts when the block before its
+// block starts (the previous migration has ended and the block two back has finished), evicts before it
+// prefetches, and its block's first op waits for it.
+class Emitter {
+public:
+  Emitter(Plan& plan, const dynn::IterationProblem& iteration) : builder_(plan), plan_(&plan), it_(&iteration) {}
+
+  std::vector<StepId> emit(const dynn::Schedule& schedule, std::vector<StepId> start_after)
+  {
+    std::vector<StepId> migration_done = start_after; // the previous migration has ended
+    std::optional<StepId> last_compute_two_back;      // last op of block j - 2
+    std::optional<StepId> last_compute;               // last op of block j - 1
+    for (const dynn::BlockSchedule& block : schedule.blocks) {
+      std::vector<StepId> trigger = migration_done;
+      if (last_compute_two_back)
+        trigger.push_back(*last_compute_two_back);
+      migration_done = migrate(block.evict, block.write_back, block.prefetch, trigger);
+      std::vector<StepId> deps = migration_done;
+      for (std::size_t i = block.begin; i < block.end; ++i) {
+        tag(builder_.compute(it_->ops[i], i == block.begin ? deps : std::vector<StepId>{}));
+        if (i + 1 == block.end) {
+          last_compute_two_back = last_compute;
+          last_compute = builder_.last();
+        }
+      }
+    }
+    std::vector<StepId> flush_after = migration_done;
+    if (last_compute)
+      flush_after.push_back(*last_compute);
+    return migrate(schedule.flush_free, schedule.flush_write_back, {}, flush_after);
+  }
+
+private:
+  void tag(StepId step) { plan_->steps[static_cast<std::size_t>(step)].iteration = it_->iteration; }
+
+  std::vector<StepId> migrate(const std::vector<std::uint32_t>& evict, const std::vector<std::uint32_t>& write_back,
+                              const std::vector<std::uint32_t>& prefetch, const std::vector<StepId>& trigger)
+  {
+    std::optional<StepId> last;
+    auto first_deps = [&] { return last ? std::vector<StepId>{*last} : trigger; };
+    for (std::uint32_t t : evict) {
+      const TensorId tensor = it_->tensors[t];
+      if (std::find(write_back.begin(), write_back.end(), t) != write_back.end()) {
+        tag(builder_.offload(tensor, first_deps()));
+        last = builder_.last();
+      }
+      tag(builder_.free(tensor, first_deps(), "d2h"));
+      last = builder_.last();
+    }
+    for (std::uint32_t t : prefetch) {
+      tag(builder_.prefetch(it_->tensors[t], first_deps()));
+      last = builder_.last();
+    }
+    return last ? std::vector<StepId>{*last} : trigger;
+  }
+
+  PlanBuilder builder_;
+  Plan* plan_;
+  const dynn::IterationProblem* it_;
+};
+
+Plan plan_dynn_block(const Trace& trace, const Machine& machine, const PlanRequest& request,
+                     const DynnBlockOptions& options)
+{
+  Plan plan;
+  for (TensorKind kind : {TensorKind::input, TensorKind::weight, TensorKind::optimizer_state})
+    plan.initial_placement.push_back(PlacementRule{kind, std::nullopt, Placement::host, std::nullopt});
+  nlohmann::json block_ends = nlohmann::json::array();
+  nlohmann::json dp_costs = nlohmann::json::array();
+  bool any_greedy = false;
+  double total_s = 0;
+  std::uint64_t h2d = 0;
+  std::uint64_t d2h = 0;
+  std::vector<StepId> after;
+  for (const dynn::IterationProblem& iteration : dynn::iteration_problems(trace, machine, request.budget_bytes / 2)) {
+    const dynn::BlockIndex index(iteration.problem);
+    bool greedy = false;
+    double dp_cost_s = 0;
+    const dynn::Partition partition = choose_partition(index, options, greedy, dp_cost_s);
+    const dynn::Schedule schedule = dynn::schedule_blocks(index, partition);
+    after = Emitter(plan, iteration).emit(schedule, after);
+    any_greedy = any_greedy || greedy;
+    total_s += schedule.end_s;
+    h2d += schedule.h2d_bytes;
+    d2h += schedule.d2h_bytes;
+    block_ends.push_back(partition);
+    dp_costs.push_back(dp_cost_s);
+  }
+  plan.estimate.iteration_time_s = total_s;
+  plan.params["partition"] = {{"method", any_greedy && options.partitioner == "dp" ? "greedy" : options.partitioner},
+                              {"block_ends", block_ends},
+                              {"dp_cost_s", dp_costs},
+                              {"model_time_s", total_s},
+                              {"h2d_bytes", h2d},
+                              {"d2h_bytes", d2h}};
+  return plan;
+}
+
+} // namespace
+
+MEMSIM_REGISTER_PLANNER(
+    dynn_block, "dynn-block",
+    "DyNN-Offload's execution blocks with oracle graphs: all tensors start on the host; per iteration, blocks "
+    "double-buffered in budget/2 halves, each block's migration (evict, then prefetch) overlapping the block before",
+    {param("partitioner", &DynnBlockOptions::partitioner,
+           "dp: minimize the last block's finish (spec §2.6); equal-ops/equal-time/equal-bytes: Figure 12's "
+           "ablations with `blocks` blocks",
+           {.choices = {"dp", "equal-ops", "equal-time", "equal-bytes"}}),
+     param("blocks", &DynnBlockOptions::blocks, "blocks per iteration for the equal-* partitioners (0: the DP's count)",
+           {.min = 0, .max = 1e6}),
+     param("dp_work_limit", &DynnBlockOptions::dp_work_limit,
+           "above this n*L^2 (ops times the longest feasible block squared) the DP gives way to greedy maximal blocks",
+           {.min = 1})},
+    plan_dynn_block);
+
+} // namespace memsim
