@@ -156,6 +156,22 @@ TEST(DynnBlock, VarLstmIterationsOnBothEngines)
   EXPECT_EQ(run.metrics.h2d_bytes, partition.at("h2d_bytes").get<std::uint64_t>());
   EXPECT_EQ(run.metrics.d2h_bytes, partition.at("d2h_bytes").get<std::uint64_t>());
   EXPECT_GE(run.metrics.iteration_time_s, trace.total_time_s());
+
+  // The exact-set DP: its own plan, simulated as estimated.
+  const Plan exact = plan_for(trace, machine, peak / 2, {{"dp_sets", "exact"}});
+  EXPECT_EQ(exact.params.at("partition").at("dp_model"), nlohmann::json::parse(R"(["exact", "exact", "exact"])"));
+  const RunResult exact_run = simulate_both(trace, machine, exact);
+  EXPECT_NEAR(exact_run.metrics.iteration_time_s, *exact.estimate.iteration_time_s,
+              1e-9 * *exact.estimate.iteration_time_s);
+
+  // Memory-safe under any timing: the same plan on links 100 times slower or faster, with more latency, still fits.
+  for (double scale : {0.01, 100.0}) {
+    Machine other = machine;
+    other.links[0].bandwidth *= scale;
+    other.links[0].latency_s = 1e-4;
+    const RunResult timed = simulate_both(trace, other, plan);
+    EXPECT_EQ(timed.metrics.h2d_bytes, run.metrics.h2d_bytes);
+  }
 }
 
 } // namespace

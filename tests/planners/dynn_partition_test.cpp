@@ -66,8 +66,10 @@ TEST(DynnPartition, WorkedChainOneOpPerBlock)
   EXPECT_EQ(schedule.h2d_bytes, 200u);
   EXPECT_EQ(schedule.d2h_bytes, 100u);
   // The DP's model charges t1's write-back to block 3's migration (t1 leaves W_2 = {t1, t2} for W_3 = {t2, t3}):
-  // block 3 starts at max(3.25, 2.25 + 1.25) = 3.5, block 4 at 4.5 -- the same finish here.
+  // block 3 starts at max(3.25, 2.25 + 1.25) = 3.5, block 4 at 4.5 -- the same finish here. The exact sets are the
+  // schedule's.
   EXPECT_DOUBLE_EQ(dp_cost(index, singletons), 7.75);
+  EXPECT_DOUBLE_EQ(dp_cost(index, singletons, DpSets::exact), 7.75);
 }
 
 TEST(DynnPartition, WorkedChainFeasibilityAndDp)
@@ -154,7 +156,7 @@ struct Best {
 };
 
 // Every partition of n ops is a subset of the n - 1 inner cut points.
-Best exhaustive(const BlockIndex& index)
+Best exhaustive(const BlockIndex& index, DpSets sets)
 {
   const std::size_t n = index.op_count();
   Best best;
@@ -166,7 +168,7 @@ Best exhaustive(const BlockIndex& index)
     partition.push_back(n);
     if (!partition_fits(index, partition))
       continue;
-    const double cost = dp_cost(index, partition);
+    const double cost = dp_cost(index, partition, sets);
     const double tolerance = 1e-12 * std::max(1.0, best.cost);
     if (!best.found || cost < best.cost - tolerance ||
         (cost <= best.cost + tolerance && partition.size() < best.blocks))
@@ -175,7 +177,7 @@ Best exhaustive(const BlockIndex& index)
   return best;
 }
 
-TEST(DynnPartition, DpMatchesExhaustiveSearch)
+void expect_dp_matches_exhaustive_search(DpSets sets)
 {
   std::mt19937_64 rng(20240226);
   for (int round = 0; round < 300; ++round) {
@@ -183,11 +185,11 @@ TEST(DynnPartition, DpMatchesExhaustiveSearch)
     const std::size_t ops = 2 + static_cast<std::size_t>(round % 9);
     const BlockProblem problem = random_problem(rng, ops);
     const BlockIndex index(problem);
-    const Best oracle = exhaustive(index);
+    const Best oracle = exhaustive(index, sets);
     ASSERT_TRUE(oracle.found);
-    const DpResult dp = partition_dp(index);
+    const DpResult dp = partition_dp(index, 1e9, sets);
     ASSERT_TRUE(partition_fits(index, dp.partition));
-    EXPECT_DOUBLE_EQ(dp.cost_s, dp_cost(index, dp.partition));
+    EXPECT_DOUBLE_EQ(dp.cost_s, dp_cost(index, dp.partition, sets));
     EXPECT_NEAR(dp.cost_s, oracle.cost, 1e-9 * oracle.cost);
     EXPECT_EQ(dp.partition.size(), oracle.blocks);
 
@@ -198,10 +200,45 @@ TEST(DynnPartition, DpMatchesExhaustiveSearch)
       EXPECT_TRUE(std::is_sorted(equal.begin(), equal.end()));
       EXPECT_EQ(std::adjacent_find(equal.begin(), equal.end()), equal.end());
       if (partition_fits(index, equal)) {
-        EXPECT_GE(dp_cost(index, equal), dp.cost_s - 1e-12 * dp.cost_s);
+        EXPECT_GE(dp_cost(index, equal, sets), dp.cost_s - 1e-12 * dp.cost_s);
       }
     }
   }
+}
+
+TEST(DynnPartition, ConservativeDpMatchesExhaustiveSearch)
+{
+  expect_dp_matches_exhaustive_search(DpSets::conservative);
+}
+TEST(DynnPartition, ExactDpMatchesExhaustiveSearch) { expect_dp_matches_exhaustive_search(DpSets::exact); }
+
+// The exact-set cost is the runtime's schedule (without the flush) except for the staleness it assumes: a tensor
+// evicted a second time without a write in between is charged a second write-back. So it is never below the
+// schedule, and equal when no written tensor is evicted twice.
+TEST(DynnPartition, ExactSetCostIsTheScheduleUpToRepeatedWriteBacks)
+{
+  std::mt19937_64 rng(7);
+  int equal = 0;
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE(round);
+    const BlockProblem problem = random_problem(rng, 2 + static_cast<std::size_t>(round % 12));
+    const BlockIndex index(problem);
+    const DpResult dp = partition_dp(index, 1e9, DpSets::exact);
+    const Schedule schedule = schedule_blocks(index, dp.partition);
+    const double finish = schedule.blocks.back().finish_s;
+    EXPECT_GE(dp.cost_s, finish - 1e-12 * finish);
+    std::vector<int> evictions(problem.bytes.size(), 0);
+    bool repeated = false;
+    for (const BlockSchedule& block : schedule.blocks)
+      for (std::uint32_t t : block.evict)
+        if (index.first_write(t) < block.begin && index.used_from(t, block.end) && ++evictions[t] > 1)
+          repeated = true;
+    if (!repeated) {
+      EXPECT_NEAR(dp.cost_s, finish, 1e-12 * finish);
+      ++equal;
+    }
+  }
+  EXPECT_GT(equal, 200);
 }
 
 TEST(DynnPartition, GreedyFallbackTakesMaximalBlocks)
@@ -212,6 +249,12 @@ TEST(DynnPartition, GreedyFallbackTakesMaximalBlocks)
   EXPECT_TRUE(greedy.greedy);
   EXPECT_EQ(greedy.partition, (Partition{2, 4, 5, 6}));
   EXPECT_DOUBLE_EQ(greedy.cost_s, dp_cost(index, greedy.partition));
+  // The exact sets' DP (n L^3 = 48 here) falls back to the conservative one, which still fits n L^2 = 24.
+  const DpResult fallback = partition_dp(index, 30.0, DpSets::exact);
+  EXPECT_FALSE(fallback.greedy);
+  EXPECT_EQ(fallback.sets, DpSets::conservative);
+  EXPECT_EQ(fallback.partition, partition_dp(index).partition);
+  EXPECT_EQ(partition_dp(index, 48.0, DpSets::exact).sets, DpSets::exact);
 }
 
 TEST(DynnPartition, EqualPartitionsWorkedOut)

@@ -33,3 +33,19 @@ inline Times next_block(const Times& previous, double migration, double compute)
 }
 
 } // namespace memsim::dynn::cost
+
+namespace memsim::dynn::detail {
+
+// Throws Infeasible naming the first op whose working set alone exceeds a buffer.
+void require_each_op_fits(const BlockIndex& index);
+// Maximal feasible blocks from the first op on (the fallback when the DP's work is over its limit).
+Partition greedy_blocks(const BlockIndex& index);
+// (finish, blocks) lexicographically, finishes within a relative 1e-12 counting as equal.
+bool better(double finish, std::size_t blocks, double incumbent_finish, std::size_t incumbent_blocks);
+
+double conservative_cost(const BlockIndex& index, const Partition& partition);
+DpResult conservative_dp(const BlockIndex& index, double work_limit);
+double exact_cost(const BlockIndex& index, const Partition& partition);
+DpResult exact_dp(const BlockIndex& index, double work_limit);
+
+} // namespace memsim::dynn::detail

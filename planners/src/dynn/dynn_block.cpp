@@ -18,14 +18,18 @@ namespace {
 struct DynnBlockOptions {
   std::string partitioner = "dp";
   int blocks = 0;
+  std::string dp_sets = "conservative";
   double dp_work_limit = 1e9;
 };
 
-dynn::Partition choose_partition(const dynn::BlockIndex& index, const DynnBlockOptions& options, bool& greedy,
+// The partition of one iteration, and how the DP went: "exact", "conservative" or "greedy" (fallbacks, dp_cost_s is
+// under the model named).
+dynn::Partition choose_partition(const dynn::BlockIndex& index, const DynnBlockOptions& options, std::string& dp_model,
                                  double& dp_cost_s)
 {
-  const dynn::DpResult dp = dynn::partition_dp(index, options.dp_work_limit);
-  greedy = dp.greedy;
+  const dynn::DpSets sets = options.dp_sets == "exact" ? dynn::DpSets::exact : dynn::DpSets::conservative;
+  const dynn::DpResult dp = dynn::partition_dp(index, options.dp_work_limit, sets);
+  dp_model = dp.greedy ? "greedy" : dp.sets == dynn::DpSets::exact ? "exact" : "conservative";
   dp_cost_s = dp.cost_s;
   if (options.partitioner == "dp")
     return dp.partition;
@@ -37,7 +41,7 @@ dynn::Partition choose_partition(const dynn::BlockIndex& index, const DynnBlockO
   if (!dynn::partition_fits(index, partition))
     throw Infeasible(fmt::format("dynn-block: {} with {} blocks puts more than one buffer ({} bytes) in a block",
                                  options.partitioner, partition.size(), index.problem().capacity));
-  dp_cost_s = dynn::dp_cost(index, partition);
+  dp_cost_s = dynn::dp_cost(index, partition, dp.sets);
   return partition;
 }
 
@@ -110,31 +114,30 @@ Plan plan_dynn_block(const Trace& trace, const Machine& machine, const PlanReque
     plan.initial_placement.push_back(PlacementRule{kind, std::nullopt, Placement::host, std::nullopt});
   nlohmann::json block_ends = nlohmann::json::array();
   nlohmann::json dp_costs = nlohmann::json::array();
-  bool any_greedy = false;
+  nlohmann::json longest = nlohmann::json::array();
+  nlohmann::json dp_models = nlohmann::json::array();
   double total_s = 0;
   std::uint64_t h2d = 0;
   std::uint64_t d2h = 0;
   std::vector<StepId> after;
   for (const dynn::IterationProblem& iteration : dynn::iteration_problems(trace, machine, request.budget_bytes / 2)) {
     const dynn::BlockIndex index(iteration.problem);
-    bool greedy = false;
+    std::string dp_model;
     double dp_cost_s = 0;
-    const dynn::Partition partition = choose_partition(index, options, greedy, dp_cost_s);
+    const dynn::Partition partition = choose_partition(index, options, dp_model, dp_cost_s);
     const dynn::Schedule schedule = dynn::schedule_blocks(index, partition);
     after = Emitter(plan, iteration).emit(schedule, after);
-    any_greedy = any_greedy || greedy;
+    dp_models.push_back(dp_model);
     total_s += schedule.end_s;
     h2d += schedule.h2d_bytes;
     d2h += schedule.d2h_bytes;
     block_ends.push_back(partition);
     dp_costs.push_back(dp_cost_s);
+    longest.push_back(index.longest_block());
   }
   plan.estimate.iteration_time_s = total_s;
-  plan.params["partition"] = {{"method", any_greedy && options.partitioner == "dp" ? "greedy" : options.partitioner},
-                              {"block_ends", block_ends},
-                              {"dp_cost_s", dp_costs},
-                              {"model_time_s", total_s},
-                              {"h2d_bytes", h2d},
+  plan.params["partition"] = {{"block_ends", block_ends}, {"dp_model", dp_models},   {"dp_cost_s", dp_costs},
+                              {"longest_block", longest}, {"model_time_s", total_s}, {"h2d_bytes", h2d},
                               {"d2h_bytes", d2h}};
   return plan;
 }
@@ -151,8 +154,13 @@ MEMSIM_REGISTER_PLANNER(
            {.choices = {"dp", "equal-ops", "equal-time", "equal-bytes"}}),
      param("blocks", &DynnBlockOptions::blocks, "blocks per iteration for the equal-* partitioners (0: the DP's count)",
            {.min = 0, .max = 1e6}),
+     param("dp_sets", &DynnBlockOptions::dp_sets,
+           "the DP's migration sets: conservative (spec §2.6: prefetch W_j minus W_j-1 only, over block pairs, "
+           "O(n L^2)) or exact (the runtime's sets given the two blocks before, over triples, O(n L^3))",
+           {.choices = {"conservative", "exact"}}),
      param("dp_work_limit", &DynnBlockOptions::dp_work_limit,
-           "above this n*L^2 (ops times the longest feasible block squared) the DP gives way to greedy maximal blocks",
+           "above this much DP work (n L^3 for exact, n L^2 for conservative; L: the longest feasible block) exact "
+           "falls back to conservative, conservative to greedy maximal blocks",
            {.min = 1})},
     plan_dynn_block);
 

@@ -1,5 +1,5 @@
-// The partitioner's cost model and its exact minimizer: a shortest path over blocks, where the cost of block r depends
-// on the block q before it (O(n L^2) (q, r) pairs); the greedy fallback for long sequences.
+// The partitioner's conservative cost model and its exact minimizer: a shortest path over blocks, where the cost of
+// block r depends on the block q before it (O(n L^2) (q, r) pairs); the greedy fallback; the public entry points.
 #include "dp_cost.hpp"
 
 #include "memsim/common/error.hpp"
@@ -42,6 +42,22 @@ cost::Transfers transfers_of(const BlockIndex& index, std::size_t q_begin, std::
   return transfers;
 }
 
+struct State {
+  cost::Times times;
+  std::size_t blocks = 0;
+  std::size_t previous_begin = 0; // the block before starts here (== this block's begin: none)
+  bool reached = false;
+};
+
+bool improves(const cost::Times& times, std::size_t blocks, const State& incumbent)
+{
+  return !incumbent.reached || detail::better(times.finish_s, blocks, incumbent.times.finish_s, incumbent.blocks);
+}
+
+} // namespace
+
+namespace detail {
+
 void require_each_op_fits(const BlockIndex& index)
 {
   for (std::size_t i = 0; i < index.op_count(); ++i)
@@ -51,27 +67,23 @@ void require_each_op_fits(const BlockIndex& index)
                                    i, index.block_bytes(i, i + 1), index.problem().capacity));
 }
 
-struct State {
-  cost::Times times;
-  std::size_t blocks = 0;
-  std::size_t previous_begin = 0; // the block before starts here (== this block's begin: none)
-  bool reached = false;
-};
-
-// (finish, blocks) lexicographically, finishes within a relative 1e-12 counting as equal.
-bool better(const cost::Times& times, std::size_t blocks, const State& incumbent)
+Partition greedy_blocks(const BlockIndex& index)
 {
-  if (!incumbent.reached)
-    return true;
-  const double tolerance = 1e-12 * std::max(1.0, std::abs(incumbent.times.finish_s));
-  if (times.finish_s < incumbent.times.finish_s - tolerance)
-    return true;
-  return times.finish_s <= incumbent.times.finish_s + tolerance && blocks < incumbent.blocks;
+  Partition partition;
+  for (std::size_t begin = 0; begin < index.op_count(); begin = index.longest_end(begin))
+    partition.push_back(index.longest_end(begin));
+  return partition;
 }
 
-} // namespace
+bool better(double finish, std::size_t blocks, double incumbent_finish, std::size_t incumbent_blocks)
+{
+  const double tolerance = 1e-12 * std::max(1.0, std::abs(incumbent_finish));
+  if (finish < incumbent_finish - tolerance)
+    return true;
+  return finish <= incumbent_finish + tolerance && blocks < incumbent_blocks;
+}
 
-double dp_cost(const BlockIndex& index, const Partition& partition)
+double conservative_cost(const BlockIndex& index, const Partition& partition)
 {
   const BlockProblem& problem = index.problem();
   cost::Times times;
@@ -86,7 +98,7 @@ double dp_cost(const BlockIndex& index, const Partition& partition)
   return times.finish_s;
 }
 
-DpResult partition_dp(const BlockIndex& index, double work_limit)
+DpResult conservative_dp(const BlockIndex& index, double work_limit)
 {
   const BlockProblem& problem = index.problem();
   const std::size_t n = index.op_count();
@@ -96,10 +108,9 @@ DpResult partition_dp(const BlockIndex& index, double work_limit)
   require_each_op_fits(index);
   const double longest = static_cast<double>(index.longest_block());
   if (static_cast<double>(n) * longest * longest > work_limit) {
-    for (std::size_t begin = 0; begin < n; begin = index.longest_end(begin))
-      result.partition.push_back(index.longest_end(begin));
+    result.partition = greedy_blocks(index);
     result.greedy = true;
-    result.cost_s = dp_cost(index, result.partition);
+    result.cost_s = conservative_cost(index, result.partition);
     return result;
   }
 
@@ -184,7 +195,7 @@ DpResult partition_dp(const BlockIndex& index, double work_limit)
         if (!source.reached)
           continue;
         const cost::Times times = cost::next_block(source.times, cost::migration_s(problem, transfers), compute);
-        if (better(times, source.blocks + 1, target)) {
+        if (improves(times, source.blocks + 1, target)) {
           target.times = times;
           target.blocks = source.blocks + 1;
           target.previous_begin = q;
@@ -200,7 +211,7 @@ DpResult partition_dp(const BlockIndex& index, double work_limit)
   for (std::size_t a = 0; a < n; ++a)
     if (index.longest_end(a) == n) {
       const State& state = states[a][n - a - 1];
-      if (state.reached && better(state.times, state.blocks, best)) {
+      if (state.reached && improves(state.times, state.blocks, best)) {
         best = state;
         best_begin = a;
       }
@@ -217,6 +228,18 @@ DpResult partition_dp(const BlockIndex& index, double work_limit)
   result.partition.assign(ends.rbegin(), ends.rend());
   result.cost_s = best.times.finish_s;
   return result;
+}
+
+} // namespace detail
+
+double dp_cost(const BlockIndex& index, const Partition& partition, DpSets sets)
+{
+  return sets == DpSets::exact ? detail::exact_cost(index, partition) : detail::conservative_cost(index, partition);
+}
+
+DpResult partition_dp(const BlockIndex& index, double work_limit, DpSets sets)
+{
+  return sets == DpSets::exact ? detail::exact_dp(index, work_limit) : detail::conservative_dp(index, work_limit);
 }
 
 } // namespace memsim::dynn

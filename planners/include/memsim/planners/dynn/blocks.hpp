@@ -70,22 +70,30 @@ private:
   std::vector<double> time_prefix_;
 };
 
-// The partitioner's cost model (spec §2.6 with its conservative sets), which the DP minimizes. Block r's migration
-// prefetches W_r \ W_q \ Prod_r (q: the block before; survivors of the block before q are ignored) and writes back
-// the tensors of W_q \ W_r that are used after r and were ever written (host copy possibly stale) -- charged to r's
-// migration although the runtime writes them back one migration later, when q's buffer is released, so that the
-// cost depends on (q, r) only. Each transfer pays the latency. finish(r) = max(finish(q), start(q) + mig(q, r)) +
-// comp(r); the first block's migration is fully exposed. The cost is the last block's finish.
-double dp_cost(const BlockIndex& index, const Partition& partition);
+// The partitioner's cost model (spec §2.6), which the DP minimizes; two variants of the migration sets.
+// `conservative` (the spec's, pairs): block r's migration prefetches W_r \ W_q \ Prod_r (q: the block before;
+// survivors of the block before q are ignored) and writes back the tensors of W_q \ W_r that are used after r and
+// were ever written (host copy possibly stale) -- charged to r's migration although the runtime writes them back
+// one migration later, when q's buffer is released, so that the cost depends on (q, r) only.
+// `exact` (triples): the runtime's sets given the two blocks before (p, q): Prefetch_r = W_r \ (W_p u W_q) \ Prod_r,
+// Evict_r = W_p \ W_q \ W_r, written back when used after r and ever written before q. Only the staleness is
+// approximated (a tensor evicted twice without a write in between is charged twice).
+// Each transfer pays the latency. finish(r) = max(finish(q), start(q) + mig(r)) + comp(r); the first block's
+// migration is fully exposed. The cost is the last block's finish.
+enum class DpSets { conservative, exact };
+double dp_cost(const BlockIndex& index, const Partition& partition, DpSets sets = DpSets::conservative);
 
 struct DpResult {
   Partition partition;
-  double cost_s = 0;   // dp_cost of the partition
-  bool greedy = false; // n L^2 exceeded the work limit: maximal feasible blocks instead of the DP
+  double cost_s = 0;                  // dp_cost of the partition, under `sets`
+  bool greedy = false;                // the work limit was exceeded: maximal feasible blocks instead of the DP
+  DpSets sets = DpSets::conservative; // the model minimized (exact falls back to conservative first)
 };
-// Minimizes dp_cost over all feasible partitions (ties: fewer blocks), in O(n L^2) over (previous block, block)
-// pairs; when n L^2 > work_limit, greedy maximal blocks. Throws Infeasible when some op alone does not fit.
-DpResult partition_dp(const BlockIndex& index, double work_limit = 1e9);
+// Minimizes dp_cost over all feasible partitions (ties: fewer blocks): a shortest path over blocks, O(n L^2)
+// (previous block, block) pairs for `conservative`, O(n L^3) triples for `exact`; when that work exceeds work_limit,
+// `exact` falls back to `conservative`, and `conservative` to greedy maximal blocks. Throws Infeasible when some op
+// alone does not fit.
+DpResult partition_dp(const BlockIndex& index, double work_limit = 1e9, DpSets sets = DpSets::conservative);
 
 // Figure 12's ablations: `blocks` contiguous blocks (at most one per op) of equal op count, equal compute time, or
 // equal bytes accessed (sum over ops of the bytes of the tensors each touches). May be infeasible (check with
