@@ -4,7 +4,7 @@
 // stale and the tensor is used later), then prefetches -- starts when block j starts, and block j + 1's first op
 // waits for it. After an iteration's last block every resident tensor is freed (updated weights and moments written
 // back first), so the next iteration starts from the host again.
-#include "problem.hpp"
+#include "memsim/planners/dynn/problem.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/dynn/blocks.hpp"

@@ -1,4 +1,4 @@
-#include "problem.hpp"
+#include "memsim/planners/dynn/problem.hpp"
 
 #include "memsim/hwmodels/cost_model.hpp"
 

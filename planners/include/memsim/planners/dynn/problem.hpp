@@ -1,6 +1,7 @@
 #pragma once
 // A trace's iterations as partitioning problems (blocks.hpp): ops timed by the cost model on GPU 0, the host link's
-// bandwidth and latency, tensors renumbered per iteration.
+// bandwidth and latency, tensors renumbered per iteration. Public so that a runtime policy can partition the
+// iterations it predicts the same way.
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/dynn/blocks.hpp"
 #include "memsim/traces/trace.hpp"
