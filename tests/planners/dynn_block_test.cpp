@@ -56,6 +56,33 @@ RunResult simulate_both(const Trace& trace, const Machine& machine, const Plan& 
   return fast;
 }
 
+// Under the simulated timing, every op starts after the prefetches of everything it reads have ended (the block
+// barrier; the simulator does not check a read of a tensor still arriving) and only after the block before it.
+void expect_reads_after_their_prefetches(const Trace& trace, const Machine& machine, const Plan& plan)
+{
+  SimOptions options;
+  options.engine = EngineKind::fast;
+  const RunResult run = simulate(trace, machine, plan, options);
+  ASSERT_TRUE(run.metrics.feasible);
+  std::vector<const StepRecord*> record(plan.steps.size(), nullptr);
+  for (const StepRecord& r : run.timeline)
+    record.at(static_cast<std::size_t>(r.step)) = &r;
+  std::vector<double> arrival(trace.tensors.size(), 0.0); // the end of the tensor's latest prefetch so far
+  int checked = 0;
+  for (const Step& step : plan.steps) {
+    const StepRecord* r = record[static_cast<std::size_t>(step.id)];
+    ASSERT_NE(r, nullptr);
+    if (step.kind == StepKind::prefetch)
+      arrival[static_cast<std::size_t>(*step.tensor)] = r->end_s;
+    if (step.kind == StepKind::compute)
+      for (TensorId t : trace.op(*step.op).inputs) {
+        EXPECT_GE(r->start_s, arrival[static_cast<std::size_t>(t)] - 1e-12) << trace.op(*step.op).name;
+        ++checked;
+      }
+  }
+  EXPECT_GT(checked, 0);
+}
+
 TEST(DynnBlock, WorkedChainOneOpPerBlockSimulatesAsWorkedOut)
 {
   const Trace trace = worked_trace();
@@ -72,6 +99,7 @@ TEST(DynnBlock, WorkedChainOneOpPerBlockSimulatesAsWorkedOut)
   EXPECT_EQ(run.metrics.h2d_bytes, 2000000u); // x, then a0 back
   EXPECT_EQ(run.metrics.d2h_bytes, 1000000u); // a0 written back
   EXPECT_LE(run.metrics.peak_device_bytes, 6000000u);
+  expect_reads_after_their_prefetches(trace, machine, plan);
 }
 
 TEST(DynnBlock, EveryPartitionerIsFeasibleAndItsEstimateIsSimulated)
@@ -151,6 +179,7 @@ TEST(DynnBlock, VarLstmIterationsOnBothEngines)
   for (const nlohmann::json& ends : partition.at("block_ends"))
     EXPECT_GE(ends.size(), 2u); // half the peak does not hold an iteration in one buffer
   const RunResult run = simulate_both(trace, machine, plan);
+  expect_reads_after_their_prefetches(trace, machine, plan);
   EXPECT_EQ(run.metrics.iteration_times_s.size(), 3u);
   EXPECT_NEAR(run.metrics.iteration_time_s, *plan.estimate.iteration_time_s, 1e-9 * *plan.estimate.iteration_time_s);
   EXPECT_EQ(run.metrics.h2d_bytes, partition.at("h2d_bytes").get<std::uint64_t>());
@@ -171,6 +200,7 @@ TEST(DynnBlock, VarLstmIterationsOnBothEngines)
     other.links[0].latency_s = 1e-4;
     const RunResult timed = simulate_both(trace, other, plan);
     EXPECT_EQ(timed.metrics.h2d_bytes, run.metrics.h2d_bytes);
+    expect_reads_after_their_prefetches(trace, other, plan);
   }
 }
 
