@@ -193,6 +193,17 @@ TEST(DynnBlock, VarLstmIterationsOnBothEngines)
   EXPECT_NEAR(exact_run.metrics.iteration_time_s, *exact.estimate.iteration_time_s,
               1e-9 * *exact.estimate.iteration_time_s);
 
+  // Retaining what the next iteration's first block uses (the LSTM weights) moves fewer bytes; still exact.
+  const Plan retained = plan_for(trace, machine, peak / 2, {{"retain", true}});
+  EXPECT_EQ(retained.params.at("partition").at("block_ends"), partition.at("block_ends"));
+  const RunResult retained_run = simulate_both(trace, machine, retained);
+  expect_reads_after_their_prefetches(trace, machine, retained);
+  EXPECT_NEAR(retained_run.metrics.iteration_time_s, *retained.estimate.iteration_time_s,
+              1e-9 * *retained.estimate.iteration_time_s);
+  EXPECT_LT(retained_run.metrics.h2d_bytes, run.metrics.h2d_bytes);
+  EXPECT_LE(retained_run.metrics.d2h_bytes, run.metrics.d2h_bytes);
+  EXPECT_LT(retained_run.metrics.iteration_time_s, run.metrics.iteration_time_s);
+
   // Memory-safe under any timing: the same plan on links 100 times slower or faster, with more latency, still fits.
   for (double scale : {0.01, 100.0}) {
     Machine other = machine;

@@ -3,7 +3,8 @@
 // ablation) and run with double buffering: block j + 1's migration -- evictions (D2H first when the host copy is
 // stale and the tensor is used later), then prefetches -- starts when block j starts, and block j + 1's first op
 // waits for it. After an iteration's last block every resident tensor is freed (updated weights and moments written
-// back first), so the next iteration starts from the host again.
+// back first), so the next iteration starts from the host again -- or, with `retain`, what the next iteration's
+// first block uses stays resident.
 #include "memsim/planners/dynn/problem.hpp"
 
 #include "memsim/common/error.hpp"
@@ -12,6 +13,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 namespace memsim {
 namespace {
 
@@ -19,6 +23,7 @@ struct DynnBlockOptions {
   std::string partitioner = "dp";
   int blocks = 0;
   std::string dp_sets = "conservative";
+  bool retain = false;
   double dp_work_limit = 1e9;
 };
 
@@ -119,21 +124,57 @@ Plan plan_dynn_block(const Trace& trace, const Machine& machine, const PlanReque
   double total_s = 0;
   std::uint64_t h2d = 0;
   std::uint64_t d2h = 0;
-  std::vector<StepId> after;
-  for (const dynn::IterationProblem& iteration : dynn::iteration_problems(trace, machine, request.budget_bytes / 2)) {
-    const dynn::BlockIndex index(iteration.problem);
+  const std::vector<dynn::IterationProblem> iterations =
+      dynn::iteration_problems(trace, machine, request.budget_bytes / 2);
+  std::vector<dynn::BlockIndex> indices;
+  std::vector<dynn::Partition> partitions;
+  for (const dynn::IterationProblem& iteration : iterations) {
+    const dynn::BlockIndex& index = indices.emplace_back(iteration.problem);
     std::string dp_model;
     double dp_cost_s = 0;
-    const dynn::Partition partition = choose_partition(index, options, dp_model, dp_cost_s);
-    const dynn::Schedule schedule = dynn::schedule_blocks(index, partition);
-    after = Emitter(plan, iteration).emit(schedule, after);
+    partitions.push_back(choose_partition(index, options, dp_model, dp_cost_s));
     dp_models.push_back(dp_model);
+    block_ends.push_back(partitions.back());
+    dp_costs.push_back(dp_cost_s);
+    longest.push_back(index.longest_block());
+  }
+
+  std::vector<StepId> after;
+  std::vector<TensorId> kept;       // by trace id, from the iteration before
+  std::vector<TensorId> kept_stale; // of them, those whose host copy is stale
+  for (std::size_t k = 0; k < iterations.size(); ++k) {
+    const dynn::IterationProblem& iteration = iterations[k];
+    dynn::ScheduleBoundary boundary;
+    auto local_of = [](const dynn::IterationProblem& it, TensorId id) -> std::optional<std::uint32_t> {
+      auto found = std::find(it.tensors.begin(), it.tensors.end(), id);
+      if (found == it.tensors.end())
+        return std::nullopt;
+      return static_cast<std::uint32_t>(found - it.tensors.begin());
+    };
+    for (TensorId id : kept)
+      boundary.resident_at_start.push_back(*local_of(iteration, id));
+    for (TensorId id : kept_stale)
+      boundary.stale_at_start.push_back(*local_of(iteration, id));
+    if (options.retain && k + 1 < iterations.size()) {
+      // Keep what the next iteration's first block uses (it fits: that block's working set fits a buffer).
+      const dynn::IterationProblem& next = iterations[k + 1];
+      boundary.keep.assign(iteration.tensors.size(), 0);
+      for (std::size_t i = 0; i < partitions[k + 1].front(); ++i)
+        for (std::uint32_t t : next.problem.ops[i].tensors)
+          if (auto here = local_of(iteration, next.tensors[t]))
+            boundary.keep[*here] = 1;
+    }
+    const dynn::Schedule schedule = dynn::schedule_blocks(indices[k], partitions[k], boundary);
+    after = Emitter(plan, iteration).emit(schedule, after);
+    kept.clear();
+    kept_stale.clear();
+    for (std::uint32_t t : schedule.kept)
+      kept.push_back(iteration.tensors[t]);
+    for (std::uint32_t t : schedule.kept_stale)
+      kept_stale.push_back(iteration.tensors[t]);
     total_s += schedule.end_s;
     h2d += schedule.h2d_bytes;
     d2h += schedule.d2h_bytes;
-    block_ends.push_back(partition);
-    dp_costs.push_back(dp_cost_s);
-    longest.push_back(index.longest_block());
   }
   plan.estimate.iteration_time_s = total_s;
   plan.params["partition"] = {{"block_ends", block_ends}, {"dp_model", dp_models},   {"dp_cost_s", dp_costs},
@@ -158,6 +199,9 @@ MEMSIM_REGISTER_PLANNER(
            "the DP's migration sets: conservative (spec §2.6: prefetch W_j minus W_j-1 only, over block pairs, "
            "O(n L^2)) or exact (the runtime's sets given the two blocks before, over triples, O(n L^3))",
            {.choices = {"conservative", "exact"}}),
+     param("retain", &DynnBlockOptions::retain,
+           "keep resident across an iteration boundary what the next iteration's first block uses (spec §4 A14: "
+           "weights need not go to the host and back) instead of freeing everything"),
      param("dp_work_limit", &DynnBlockOptions::dp_work_limit,
            "above this much DP work (n L^3 for exact, n L^2 for conservative; L: the longest feasible block) exact "
            "falls back to conservative, conservative to greedy maximal blocks",

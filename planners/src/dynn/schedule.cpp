@@ -6,7 +6,7 @@
 
 namespace memsim::dynn {
 
-Schedule schedule_blocks(const BlockIndex& index, const Partition& partition)
+Schedule schedule_blocks(const BlockIndex& index, const Partition& partition, const ScheduleBoundary& boundary)
 {
   const BlockProblem& problem = index.problem();
   const std::size_t tensors = problem.bytes.size();
@@ -15,6 +15,10 @@ Schedule schedule_blocks(const BlockIndex& index, const Partition& partition)
   std::vector<std::uint8_t> host_current(tensors, 0);
   for (std::uint32_t t = 0; t < tensors; ++t)
     host_current[t] = index.produced(t) ? 0 : 1;
+  for (std::uint32_t t : boundary.resident_at_start)
+    resident[t] = 1;
+  for (std::uint32_t t : boundary.stale_at_start)
+    host_current[t] = 0;
   std::vector<std::uint8_t> in_previous(tensors, 0); // W_{j-1}
   std::vector<std::uint8_t> in_current(tensors, 0);  // W_j
 
@@ -76,6 +80,12 @@ Schedule schedule_blocks(const BlockIndex& index, const Partition& partition)
   cost::Transfers flush;
   for (std::uint32_t t = 0; t < tensors; ++t)
     if (resident[t] != 0) {
+      if (!boundary.keep.empty() && boundary.keep[t] != 0) {
+        schedule.kept.push_back(t);
+        if (host_current[t] == 0)
+          schedule.kept_stale.push_back(t);
+        continue;
+      }
       schedule.flush_free.push_back(t);
       if (host_current[t] == 0 && problem.needed_after[t] != 0) {
         schedule.flush_write_back.push_back(t);

@@ -122,12 +122,22 @@ struct BlockSchedule {
 struct Schedule {
   std::vector<BlockSchedule> blocks;
   std::vector<std::uint32_t> flush_write_back;
-  std::vector<std::uint32_t> flush_free; // every tensor resident after the last block
+  std::vector<std::uint32_t> flush_free; // every tensor resident after the last block and not kept
+  std::vector<std::uint32_t> kept;       // resident after the last block and kept (ScheduleBoundary::keep)
+  std::vector<std::uint32_t> kept_stale; // those of them whose host copy is stale
   double flush_s = 0;
   double end_s = 0; // the last block's finish plus the flush
   std::uint64_t h2d_bytes = 0;
   std::uint64_t d2h_bytes = 0;
 };
-Schedule schedule_blocks(const BlockIndex& index, const Partition& partition);
+// What crosses the boundaries of the sequence when weights are retained across iterations (spec §4 A14): tensors
+// resident when it starts (a subset of the first block's working set, some with a stale host copy), and those to
+// keep resident after its last block (per tensor, 1: keep; empty: none) instead of freeing them.
+struct ScheduleBoundary {
+  std::vector<std::uint32_t> resident_at_start;
+  std::vector<std::uint32_t> stale_at_start;
+  std::vector<std::uint8_t> keep;
+};
+Schedule schedule_blocks(const BlockIndex& index, const Partition& partition, const ScheduleBoundary& boundary = {});
 
 } // namespace memsim::dynn
