@@ -69,7 +69,13 @@ Plan make_plan(const std::string& planner, const Trace& trace, const Machine& ma
   plan.trace = trace.name;
   plan.machine = machine.name;
   plan.planner = info.name;
+  // Keys a planner reports about its result (dynn-block's blocks) follow the declared parameters.
+  nlohmann::json reported = std::move(plan.params);
   plan.params = completed.params;
+  if (reported.is_object())
+    for (auto& [key, value] : reported.items())
+      if (!plan.params.contains(key))
+        plan.params[key] = value;
   plan.budget_bytes = completed.budget_bytes;
   return plan;
 }
