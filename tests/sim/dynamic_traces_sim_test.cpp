@@ -1,4 +1,5 @@
-// Multi-iteration dynamic traces (memsim gen var-lstm|treelstm|moe|var-bert) run on both engines: keep-all is feasible
+// Multi-iteration dynamic traces (memsim gen var-lstm|treelstm|moe|var-bert|tree-cnn|
+// unrolled-gan|recycle) run on both engines: keep-all is feasible
 // and takes exactly the ops' summed time (one compute stream, nothing moves), at the default schedule's peak, each
 // iteration exactly its own ops' time (make_plan stamps the steps' iterations from their ops); under the dtr policy
 // with three quarters of the activation memory it fits by rematerializing, the same on both engines.
@@ -66,8 +67,38 @@ std::vector<Trace> dynamic_traces()
   bert.heads = 4;
   bert.batch = 16;
   bert.vocab = 64;
-  return {generate_var_lstm(lstm, kRoofline), generate_tree_lstm(tree, kRoofline), generate_moe(moe, kRoofline),
-          generate_var_bert(bert, kRoofline)};
+  TreeCnnSpec tree_cnn;
+  tree_cnn.iterations = 3;
+  tree_cnn.min_leaves = 3;
+  tree_cnn.max_leaves = 8;
+  tree_cnn.batch = 256;
+  tree_cnn.channels = 8;
+  tree_cnn.width = 8;
+  tree_cnn.vocab = 64;
+  tree_cnn.classes = 4;
+  UnrolledGanSpec gan;
+  gan.iterations = 3;
+  gan.min_unroll = 1;
+  gan.max_unroll = 4;
+  gan.layers = 1;
+  gan.hidden = 16;
+  gan.noise = 8;
+  gan.batch = 512;
+  RecycleSpec recycle;
+  recycle.iterations = 3;
+  recycle.min_crop = 8;
+  recycle.max_crop = 24;
+  recycle.crop_step = 8;
+  recycle.blocks = 1;
+  recycle.msa = 4;
+  recycle.msa_hidden = 16;
+  recycle.pair_hidden = 8;
+  recycle.heads = 2;
+  recycle.bins = 8;
+  return {generate_var_lstm(lstm, kRoofline),     generate_tree_lstm(tree, kRoofline),
+          generate_moe(moe, kRoofline),           generate_var_bert(bert, kRoofline),
+          generate_tree_cnn(tree_cnn, kRoofline), generate_unrolled_gan(gan, kRoofline),
+          generate_recycle(recycle, kRoofline)};
 }
 
 TEST(DynamicTraces, KeepAllAndDtrRunOnBothEngines)

@@ -73,9 +73,12 @@ GeneratorInfo preset_generator()
 template <class Spec>
 std::vector<BoundParam<Spec>> dynamic_params()
 {
-  return {
-      param("iterations", &Spec::iterations, "training iterations in the trace (a different graph each)", positive()),
-      param("seed", &Spec::seed, "seed of the per-iteration decisions (same seed: byte-identical trace)", {.min = 0})};
+  // Explicit template arguments: the fields are DynamicSpec's, bound as fields of Spec.
+  return {param<Spec, int>("iterations", &Spec::iterations, "training iterations in the trace (a different graph each)",
+                           positive()),
+          param<Spec, std::int64_t>("seed", &Spec::seed,
+                                    "seed of the per-iteration decisions (same seed: byte-identical trace)",
+                                    {.min = 0})};
 }
 
 template <class Spec>
@@ -84,7 +87,7 @@ GeneratorInfo dynamic_generator(std::string name, std::string description, std::
 {
   std::vector<BoundParam<Spec>> all = dynamic_params<Spec>();
   all.insert(all.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
-  all.push_back(param("dtype", &Spec::dtype, "element type", dtypes()));
+  all.push_back(param<Spec, std::string>("dtype", &Spec::dtype, "element type", dtypes()));
   return generator<Spec>(std::move(name), std::move(description), ParamList<Spec>(std::move(all)), generate);
 }
 
@@ -148,6 +151,65 @@ GeneratorInfo var_bert_generator()
       generate_var_bert);
 }
 
+GeneratorInfo tree_cnn_generator()
+{
+  return dynamic_generator<TreeCnnSpec>(
+      "tree-cnn",
+      "Tree-CNN (DyNN-Offload Fig. 1): a greedy best-pair parse per iteration, each node its grammar type's own CNN",
+      {param("min_leaves", &TreeCnnSpec::min_leaves, "fewest leaves (tokens); 5 as SICK's shortest sentences",
+             {.min = 2}),
+       param("max_leaves", &TreeCnnSpec::max_leaves, "most leaves (tokens); 30 as SICK's longest", {.min = 2}),
+       param("types", &TreeCnnSpec::types, "grammar types, each with its own CNN; 4 as Fig. 1's S, NP, VP, PP",
+             positive()),
+       param("batch", &TreeCnnSpec::batch, "batch size; 32 as Table II", positive()),
+       param("channels", &TreeCnnSpec::channels, "channels of a node's features; 64 as the narrowest VGG stage",
+             positive()),
+       param("width", &TreeCnnSpec::width,
+             "positions of a node's features (the convs' length); 16 keeps the default trace small", positive()),
+       param("vocab", &TreeCnnSpec::vocab, "vocabulary; 30000 as the other text generators", positive()),
+       param("classes", &TreeCnnSpec::classes, "classifier outputs; 200 as CUB-200 (Table II)", positive())},
+      generate_tree_cnn);
+}
+
+GeneratorInfo unrolled_gan_generator()
+{
+  return dynamic_generator<UnrolledGanSpec>(
+      "unrolled-gan",
+      "unrolled GAN: the discriminator unrolled a drawn number of SGD steps inside the generator's graph",
+      {param("min_unroll", &UnrolledGanSpec::min_unroll,
+             "fewest unrolled steps; 1 so that some iterations barely unroll", positive()),
+       param("max_unroll", &UnrolledGanSpec::max_unroll, "most unrolled steps; 10 as DTR's unrolled-GAN log",
+             positive()),
+       param("layers", &UnrolledGanSpec::layers, "hidden layers of each MLP; 2 as Metz et al.'s generator", {.min = 0}),
+       param("hidden", &UnrolledGanSpec::hidden, "hidden width; 512 as DTR's log", positive()),
+       param("noise", &UnrolledGanSpec::noise, "generator input size; 256 as Metz et al.'s toy experiment", positive()),
+       param("batch", &UnrolledGanSpec::batch, "batch size; 512 as Table II", positive())},
+      generate_unrolled_gan);
+}
+
+GeneratorInfo recycle_generator()
+{
+  return dynamic_generator<RecycleSpec>(
+      "recycle", "AlphaFold-like: evoformer-style blocks run a drawn number of recycles over a drawn crop length",
+      {param("min_recycles", &RecycleSpec::min_recycles, "fewest recycles; 1: the first pass alone", positive()),
+       param("max_recycles", &RecycleSpec::max_recycles, "most recycles; 4 as Table II's \"2,3,4\" read as counts",
+             positive()),
+       param("min_crop", &RecycleSpec::min_crop, "shortest crop (residues); 64 a small domain", positive()),
+       param("max_crop", &RecycleSpec::max_crop, "longest crop; 256 as AlphaFold's training crop", positive()),
+       param("crop_step", &RecycleSpec::crop_step,
+             "crop lengths are min_crop + i * crop_step; 64: four lengths, as many as recycle counts", positive()),
+       param("blocks", &RecycleSpec::blocks, "evoformer blocks per recycle (AlphaFold: 48; small by default)",
+             positive()),
+       param("msa", &RecycleSpec::msa, "MSA rows (sequences); 16, small (AlphaFold clusters 512)", positive()),
+       param("msa_hidden", &RecycleSpec::msa_hidden, "MSA representation channels; 64 (AlphaFold: 256)", positive()),
+       param("pair_hidden", &RecycleSpec::pair_hidden, "pair representation channels; 32 (AlphaFold: 128)", positive()),
+       param("heads", &RecycleSpec::heads, "attention heads (divides both widths); 4", positive()),
+       param("batch", &RecycleSpec::batch, "proteins per batch; 1 keeps the default trace near 3 GB (Table II: 6)",
+             positive()),
+       param("bins", &RecycleSpec::bins, "distogram bins; 64 as AlphaFold", positive())},
+      generate_recycle);
+}
+
 } // namespace
 
 GeneratorRegistry& generator_registry()
@@ -161,6 +223,9 @@ GeneratorRegistry& generator_registry()
     register_or_abort(generators, tree_lstm_generator());
     register_or_abort(generators, moe_generator());
     register_or_abort(generators, var_bert_generator());
+    register_or_abort(generators, tree_cnn_generator());
+    register_or_abort(generators, unrolled_gan_generator());
+    register_or_abort(generators, recycle_generator());
     return generators;
   }();
   return registry;

@@ -108,12 +108,45 @@ void check_transformer(const TransformerSpec& spec)
     throw InputError("--heads", fmt::format("hidden ({}) must be a multiple of heads ({})", spec.hidden, spec.heads));
 }
 
-void record_transformer_iteration(TraceBuilder& builder, const TransformerSpec& spec)
+TensorId record_transformer_layer(TraceBuilder& builder, const TransformerSpec& spec, TensorId x, int layer,
+                                  const std::string& op_prefix, const std::string& weight_prefix)
 {
   const std::int64_t b = spec.batch, s = spec.seq, h = spec.hidden, a = spec.heads;
   const double tokens = static_cast<double>(b * s), hd = static_cast<double>(h), sd = static_cast<double>(s);
   const SplitDims token_split{"batch", "sequence"};
   const SplitDims attention_split{"batch", "sequence", "heads"};
+  const std::string& p = op_prefix;
+  auto weight = [&](const std::string& name, Shape shape) {
+    return builder.shared_weight(weight_prefix + "." + name, std::move(shape), layer);
+  };
+  TensorId ln1 = builder.forward(p + ".ln1", "layernorm", layer, {x, weight("ln1.w", {2, h})}, {b, s, h},
+                                 8 * tokens * hd, token_split);
+  TensorId qkv = builder.forward(p + ".qkv", "matmul", layer, {ln1, weight("qkv.w", {h, 3 * h})}, {b, s, 3 * h},
+                                 2 * tokens * hd * 3 * hd, token_split);
+  TensorId scores =
+      builder.forward(p + ".scores", "bmm", layer, {qkv}, {b, a, s, s}, 2 * tokens * sd * hd, attention_split);
+  TensorId probs = builder.forward(p + ".softmax", "softmax", layer, {scores}, {b, a, s, s},
+                                   5 * tokens * sd * static_cast<double>(a), attention_split);
+  TensorId context =
+      builder.forward(p + ".context", "bmm", layer, {probs, qkv}, {b, s, h}, 2 * tokens * sd * hd, attention_split);
+  TensorId proj = builder.forward(p + ".proj", "matmul", layer, {context, weight("proj.w", {h, h})}, {b, s, h},
+                                  2 * tokens * hd * hd, token_split);
+  TensorId res1 = builder.forward(p + ".add1", "add", layer, {x, proj}, {b, s, h}, tokens * hd, token_split);
+  TensorId ln2 = builder.forward(p + ".ln2", "layernorm", layer, {res1, weight("ln2.w", {2, h})}, {b, s, h},
+                                 8 * tokens * hd, token_split);
+  TensorId fc1 = builder.forward(p + ".fc1", "matmul", layer, {ln2, weight("fc1.w", {h, 4 * h})}, {b, s, 4 * h},
+                                 2 * tokens * hd * 4 * hd, token_split);
+  TensorId gelu = builder.forward(p + ".gelu", "gelu", layer, {fc1}, {b, s, 4 * h}, 8 * tokens * hd, token_split);
+  TensorId fc2 = builder.forward(p + ".fc2", "matmul", layer, {gelu, weight("fc2.w", {4 * h, h})}, {b, s, h},
+                                 2 * tokens * 4 * hd * hd, token_split);
+  return builder.forward(p + ".add2", "add", layer, {res1, fc2}, {b, s, h}, tokens * hd, token_split);
+}
+
+void record_transformer_iteration(TraceBuilder& builder, const TransformerSpec& spec)
+{
+  const std::int64_t b = spec.batch, s = spec.seq, h = spec.hidden;
+  const double tokens = static_cast<double>(b * s), hd = static_cast<double>(h);
+  const SplitDims token_split{"batch", "sequence"};
   int layer = 0;
   TensorId labels = builder.input("labels", {b, s}, 8);
   TensorId x;
@@ -127,30 +160,7 @@ void record_transformer_iteration(TraceBuilder& builder, const TransformerSpec& 
   }
   for (int l = 0; l < spec.layers; ++l, ++layer) {
     const std::string p = fmt::format("l{}", layer);
-    auto weight = [&](const std::string& name, Shape shape) {
-      return builder.shared_weight(p + "." + name, std::move(shape), layer);
-    };
-    TensorId ln1 = builder.forward(p + ".ln1", "layernorm", layer, {x, weight("ln1.w", {2, h})}, {b, s, h},
-                                   8 * tokens * hd, token_split);
-    TensorId qkv = builder.forward(p + ".qkv", "matmul", layer, {ln1, weight("qkv.w", {h, 3 * h})}, {b, s, 3 * h},
-                                   2 * tokens * hd * 3 * hd, token_split);
-    TensorId scores =
-        builder.forward(p + ".scores", "bmm", layer, {qkv}, {b, a, s, s}, 2 * tokens * sd * hd, attention_split);
-    TensorId probs = builder.forward(p + ".softmax", "softmax", layer, {scores}, {b, a, s, s},
-                                     5 * tokens * sd * static_cast<double>(a), attention_split);
-    TensorId context =
-        builder.forward(p + ".context", "bmm", layer, {probs, qkv}, {b, s, h}, 2 * tokens * sd * hd, attention_split);
-    TensorId proj = builder.forward(p + ".proj", "matmul", layer, {context, weight("proj.w", {h, h})}, {b, s, h},
-                                    2 * tokens * hd * hd, token_split);
-    TensorId res1 = builder.forward(p + ".add1", "add", layer, {x, proj}, {b, s, h}, tokens * hd, token_split);
-    TensorId ln2 = builder.forward(p + ".ln2", "layernorm", layer, {res1, weight("ln2.w", {2, h})}, {b, s, h},
-                                   8 * tokens * hd, token_split);
-    TensorId fc1 = builder.forward(p + ".fc1", "matmul", layer, {ln2, weight("fc1.w", {h, 4 * h})}, {b, s, 4 * h},
-                                   2 * tokens * hd * 4 * hd, token_split);
-    TensorId gelu = builder.forward(p + ".gelu", "gelu", layer, {fc1}, {b, s, 4 * h}, 8 * tokens * hd, token_split);
-    TensorId fc2 = builder.forward(p + ".fc2", "matmul", layer, {gelu, weight("fc2.w", {4 * h, h})}, {b, s, h},
-                                   2 * tokens * 4 * hd * hd, token_split);
-    x = builder.forward(p + ".add2", "add", layer, {res1, fc2}, {b, s, h}, tokens * hd, token_split);
+    x = record_transformer_layer(builder, spec, x, layer, p, p);
   }
   if (spec.vocab > 0) {
     TensorId head = builder.shared_weight("lm_head.w", {h, spec.vocab}, layer);

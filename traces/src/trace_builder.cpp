@@ -68,7 +68,21 @@ TensorId TraceBuilder::forward(const std::string& name, const std::string& type,
                                const std::vector<TensorId>& inputs, Shape output_shape, double flops, SplitDims split,
                                double workspace)
 {
-  TensorId output = tensor(name + ".out", std::move(output_shape), 0, TensorKind::activation);
+  return record_forward(name, type, layer, inputs, std::move(output_shape), 0, flops, std::move(split), workspace);
+}
+
+TensorId TraceBuilder::forward_unbatched(const std::string& name, const std::string& type, int layer,
+                                         const std::vector<TensorId>& inputs, Shape output_shape, double flops,
+                                         SplitDims split)
+{
+  return record_forward(name, type, layer, inputs, std::move(output_shape), std::nullopt, flops, std::move(split), 0);
+}
+
+TensorId TraceBuilder::record_forward(const std::string& name, const std::string& type, int layer,
+                                      const std::vector<TensorId>& inputs, Shape output_shape,
+                                      std::optional<int> batch_axis, double flops, SplitDims split, double workspace)
+{
+  TensorId output = tensor(name + ".out", std::move(output_shape), batch_axis, TensorKind::activation);
   add_op(name, type, Phase::forward, layer, unique(inputs), {output}, flops, workspace, std::move(split));
   forward_ops_.push_back(trace_.ops.size() - 1);
   return output;
@@ -133,7 +147,7 @@ void TraceBuilder::backward_and_update()
         weight_partials.emplace_back(in, grad);
         if (!tied)
           updated_weights_.push_back(in);
-      } else if (source.kind == TensorKind::activation) {
+      } else if (source.kind == TensorKind::activation && stopped_.count(in) == 0) {
         TensorId grad = gradient_like(partial_name(in), in, TensorKind::gradient);
         outputs.push_back(grad);
         partials.emplace_back(in, grad);

@@ -6,6 +6,7 @@
 #include "memsim/traces/generators.hpp"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ public:
   // A forward op: reads `inputs` (activations and weights), produces one activation of `output_shape` (batch axis 0).
   TensorId forward(const std::string& name, const std::string& type, int layer, const std::vector<TensorId>& inputs,
                    Shape output_shape, double flops, SplitDims split, double workspace = 0);
+  // A forward op whose output has no batch axis (a parameter-shaped value computed in the graph, e.g. an unrolled
+  // optimizer step's parameters).
+  TensorId forward_unbatched(const std::string& name, const std::string& type, int layer,
+                             const std::vector<TensorId>& inputs, Shape output_shape, double flops, SplitDims split);
+  // From now on no gradient flows into `activation` (PyTorch's detach): ops that reach the loss only through it
+  // get no backward op.
+  void stop_gradient(TensorId activation) { stopped_.insert(activation); }
 
   // The loss reads the predictions and the labels, produces the loss and each prediction's gradient.
   void loss(const std::vector<TensorId>& predictions, TensorId labels, int layer, SplitDims split);
@@ -51,6 +59,9 @@ public:
   Trace finish();
 
 private:
+  TensorId record_forward(const std::string& name, const std::string& type, int layer,
+                          const std::vector<TensorId>& inputs, Shape output_shape, std::optional<int> batch_axis,
+                          double flops, SplitDims split, double workspace);
   void add_op(const std::string& name, const std::string& type, Phase phase, int layer, std::vector<TensorId> inputs,
               std::vector<TensorId> outputs, double flops, double workspace, SplitDims split);
   // `name` without the current iteration's prefix (names made from other tensors' names get it once).
@@ -71,6 +82,7 @@ private:
   std::map<TensorId, TensorId> weight_grad_of_; // weight -> its gradient so far
   std::vector<TensorId> updated_weights_;       // in the order their first gradient appears: the updates' order
   std::map<TensorId, int> layer_of_weight_;
+  std::set<TensorId> stopped_; // activations no gradient flows into
   std::map<std::string, TensorId> shared_weights_;
   std::map<TensorId, std::pair<TensorId, TensorId>> adam_moments_; // weight -> (m, v), made at its first update
   std::map<TensorId, int> partials_of_;                            // partial gradients made so far, per tensor (names)
@@ -83,5 +95,10 @@ private:
 // one per iteration with its own sequence length, the weights shared). Checks: check_transformer.
 void check_transformer(const TransformerSpec& spec);
 void record_transformer_iteration(TraceBuilder& builder, const TransformerSpec& spec);
+// One pre-norm encoder layer (layernorm, attention, projection, residual, layernorm, 4x MLP, residual) over `x`
+// ({batch, seq, hidden} of `spec`): its ops are named "<op_prefix>.<op>", its weights "<weight_prefix>.<name>"
+// (shared: a second call with the same weight prefix reuses them). Returns the layer's output.
+TensorId record_transformer_layer(TraceBuilder& builder, const TransformerSpec& spec, TensorId x, int layer,
+                                  const std::string& op_prefix, const std::string& weight_prefix);
 
 } // namespace memsim
