@@ -4,7 +4,9 @@
 #include "memsim/planners/dynn/blocks.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace memsim::dynn::cost {
 
@@ -19,6 +21,25 @@ inline double migration_s(const BlockProblem& problem, const Transfers& transfer
   return problem.latency_s * static_cast<double>(transfers.count) +
          static_cast<double>(transfers.write_back_bytes) / problem.d2h_bytes_per_s +
          static_cast<double>(transfers.prefetch_bytes) / problem.h2d_bytes_per_s;
+}
+
+// Adds to `transfers` the prefetches of block [begin, end): each tensor it touches (marked in `seen`) that it does not
+// produce and that no op since `resident_since` touched (so it is not resident when the block's migration runs).
+inline void add_prefetches(const BlockIndex& index, std::size_t resident_since, std::size_t begin, std::size_t end,
+                           std::vector<std::uint8_t>& seen, Transfers& transfers)
+{
+  const BlockProblem& problem = index.problem();
+  for (std::size_t i = begin; i < end; ++i)
+    for (std::uint32_t t : problem.ops[i].tensors) {
+      if (seen[t] != 0)
+        continue;
+      seen[t] = 1;
+      const bool produced_here = index.produced(t) && index.producer(t) >= begin;
+      if (!produced_here && index.previous_access(t, begin) < static_cast<std::ptrdiff_t>(resident_since)) {
+        transfers.prefetch_bytes += problem.bytes[t];
+        ++transfers.count;
+      }
+    }
 }
 
 // A block's start and finish given the block before it (its start and finish) and its own migration.

@@ -18,17 +18,7 @@ cost::Transfers transfers_of(const BlockIndex& index, std::size_t q_begin, std::
   const BlockProblem& problem = index.problem();
   cost::Transfers transfers;
   std::vector<std::uint8_t> seen(problem.bytes.size(), 0);
-  for (std::size_t i = r_begin; i < r_end; ++i)
-    for (std::uint32_t t : problem.ops[i].tensors) {
-      if (seen[t] != 0)
-        continue;
-      seen[t] = 1;
-      const bool produced_here = index.produced(t) && index.producer(t) >= r_begin;
-      if (!produced_here && index.previous_access(t, r_begin) < static_cast<std::ptrdiff_t>(q_begin)) {
-        transfers.prefetch_bytes += problem.bytes[t];
-        ++transfers.count;
-      }
-    }
+  cost::add_prefetches(index, q_begin, r_begin, r_end, seen, transfers);
   for (std::size_t i = q_begin; i < r_begin; ++i)
     for (std::uint32_t t : problem.ops[i].tensors) {
       if (seen[t] != 0)

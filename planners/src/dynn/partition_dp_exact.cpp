@@ -16,17 +16,7 @@ cost::Transfers transfers_of(const BlockIndex& index, std::size_t q_begin, std::
   const BlockProblem& problem = index.problem();
   cost::Transfers transfers;
   std::vector<std::uint8_t> seen(problem.bytes.size(), 0);
-  for (std::size_t i = s_begin; i < s_end; ++i)
-    for (std::uint32_t t : problem.ops[i].tensors) {
-      if (seen[t] != 0)
-        continue;
-      seen[t] = 1;
-      const bool produced_here = index.produced(t) && index.producer(t) >= s_begin;
-      if (!produced_here && index.previous_access(t, s_begin) < static_cast<std::ptrdiff_t>(q_begin)) {
-        transfers.prefetch_bytes += problem.bytes[t];
-        ++transfers.count;
-      }
-    }
+  cost::add_prefetches(index, q_begin, s_begin, s_end, seen, transfers);
   for (std::size_t i = q_begin; i < r_begin; ++i)
     for (std::uint32_t t : problem.ops[i].tensors) {
       if (seen[t] != 0)
