@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,15 @@ inline Trace hand_trace(const std::vector<std::uint64_t>& sizes, const std::vect
   }
   validate_trace(trace, trace.name);
   return trace;
+}
+
+// Ops per iteration of a multi-iteration (dynamic) trace.
+inline std::map<int, int> ops_per_iteration(const Trace& trace)
+{
+  std::map<int, int> count;
+  for (const Op& op : trace.ops)
+    ++count[op.iteration];
+  return count;
 }
 
 } // namespace memsim::test

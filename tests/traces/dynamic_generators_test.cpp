@@ -4,6 +4,7 @@
 #include "memsim/traces/decisions.hpp"
 #include "memsim/traces/dynamic_generators.hpp"
 #include "memsim/traces/generator_registry.hpp"
+#include "test_traces.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,8 @@
 
 namespace memsim {
 namespace {
+
+using test::ops_per_iteration;
 
 using ::testing::HasSubstr;
 
@@ -72,14 +75,6 @@ bool is_expert(const std::string& name)
     if (at + 2 < name.size() && std::isdigit(static_cast<unsigned char>(name[at + 2])))
       return true;
   return false;
-}
-
-std::map<int, int> ops_per_iteration(const Trace& trace)
-{
-  std::map<int, int> count;
-  for (const Op& op : trace.ops)
-    ++count[op.iteration];
-  return count;
 }
 
 int ops_of_type(const Trace& trace, int iteration, const std::string& type)

@@ -3,6 +3,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/traces/dynamic_generators.hpp"
 #include "memsim/traces/generator_registry.hpp"
+#include "test_traces.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,8 @@
 
 namespace memsim {
 namespace {
+
+using test::ops_per_iteration;
 
 using ::testing::HasSubstr;
 
@@ -67,14 +70,6 @@ RecycleSpec tiny_recycle(int blocks, int min_recycles, int max_recycles, int ite
   spec.batch = 1;
   spec.bins = 5;
   return spec;
-}
-
-std::map<int, int> ops_per_iteration(const Trace& trace)
-{
-  std::map<int, int> count;
-  for (const Op& op : trace.ops)
-    ++count[op.iteration];
-  return count;
 }
 
 // The weights read by iteration k's ops.
