@@ -19,7 +19,8 @@ namespace {
 
 struct OnlineOptions {
   std::string policy = "lru-swap";
-  std::string policy_params; // "name=value,name=value", in the policy's own declared parameters
+  std::string policy_params;  // "name=value,name=value", in the policy's own declared parameters
+  bool start_on_host = false; // inputs, weights and optimizer state start on the host (DyNN-Offload, §1.7)
 };
 
 std::vector<std::string> comma_separated(const std::string& text)
@@ -38,6 +39,9 @@ Plan plan_online(const Trace& trace, const Machine& machine, const PlanRequest& 
   const PolicyInfo& info = policies.get(options.policy);
   Plan schedule = default_schedule(trace, TraceAnalysis(trace));
   schedule.budget_bytes = request.budget_bytes;
+  if (options.start_on_host)
+    for (TensorKind kind : {TensorKind::input, TensorKind::weight, TensorKind::optimizer_state})
+      schedule.initial_placement.push_back(PlacementRule{kind, std::nullopt, Placement::host, std::nullopt});
   SimOptions simulation;
   simulation.record_timeline = false;
   simulation.realized_plan = true;
@@ -60,7 +64,10 @@ MEMSIM_REGISTER_PLANNER(online, "online",
                         "fast engine at the budget, and the plan is what happened (the realized plan)",
                         {param("policy", &OnlineOptions::policy, "the policy (see `memsim policies`)"),
                          param("policy_params", &OnlineOptions::policy_params,
-                               "the policy's parameters as name=value, comma-separated")},
+                               "the policy's parameters as name=value, comma-separated"),
+                         param("start_on_host", &OnlineOptions::start_on_host,
+                               "inputs, weights and optimizer state start on the host, not the GPU (DyNN-Offload's "
+                               "allocator redirect: the policy brings them in)")},
                         plan_online);
 
 } // namespace memsim

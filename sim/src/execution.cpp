@@ -64,6 +64,8 @@ public:
     result_.metrics.feasible = !result_.error;
     result_.metrics.peak_host_bytes = ledger_.peak(MemoryLedger::kHost);
     result_.metrics.swapped_bytes = swapped_bytes_;
+    if (policy_)
+      result_.metrics.policy = policy_->counters();
     result_.metrics.samples_per_s = samples_per_s();
     result_.metrics.peak_device_bytes = 0;
     for (std::size_t d = 0; d < ledger_.device_count(); ++d)
@@ -106,6 +108,7 @@ private:
   double now() const override { return now_; }
   const MemoryLedger& ledger() const override { return ledger_; }
   double op_time(OpId op, int device) const override { return op_time_(trace_.op(op), device); }
+  const Machine* machine() const override { return config_.machine; }
 
   Plan plan_without_policy() const
   {

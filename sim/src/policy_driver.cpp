@@ -71,6 +71,7 @@ void PolicyDriver::grow(std::size_t step_count)
     return;
   realized_deps_.resize(step_count);
   claimed_.resize(step_count, 0);
+  barrier_asked_.resize(step_count, 0);
   held_.resize(step_count);
   started_.resize(step_count, 0);
   skipped_.resize(step_count, 0);
@@ -82,6 +83,13 @@ void PolicyDriver::grow(std::size_t step_count)
 bool PolicyDriver::resident(const TensorSlot& slot) const
 {
   return schedule_->ledger().resident(slot.space, slot.instance, slot.tensor);
+}
+
+const Machine& PolicyDriver::machine() const
+{
+  if (!schedule_->machine())
+    throw std::logic_error("memory policy: this run has no machine to show");
+  return *schedule_->machine();
 }
 
 bool PolicyDriver::has_host_copy(int instance, TensorId tensor) const
@@ -284,6 +292,16 @@ PolicyDriver::Admission PolicyDriver::admit(StepId id)
     }
   };
   auto& claimed = claimed_[static_cast<std::size_t>(id)];
+  if (!barrier_asked_[static_cast<std::size_t>(id)] && !is_policy_step(id)) {
+    barrier_asked_[static_cast<std::size_t>(id)] = 1;
+    if (policy_->waits_for_policy(step, *this)) {
+      std::erase_if(open_actions_, [&](StepId action) { return schedule_->finished(action); });
+      for (StepId action : open_actions_)
+        depend(id, action);
+      if (!open_actions_.empty())
+        return Admission::wait;
+    }
+  }
   if (!claimed) {
     claimed = 1;
     for (const TensorSlot& slot : step_reads)
@@ -471,6 +489,8 @@ bool PolicyDriver::execute(const std::vector<PolicyAction>& actions, const std::
         release = add_policy_step(StepKind::free, slot, kEvictStream, deps);
       }
       history(slot).leaving = release;
+      open_releases_.push_back(release);
+      open_actions_.push_back(release);
       wait_for(release);
       break;
     }
@@ -481,9 +501,15 @@ bool PolicyDriver::execute(const std::vector<PolicyAction>& actions, const std::
         throw refuse("it is resident or on its way there, or the host has no copy");
       std::vector<StepId> deps = trigger;
       add_unique(deps, history(slot).displaced_by);
+      if (action.after_releases) {
+        std::erase_if(open_releases_, [&](StepId release) { return schedule_->finished(release); });
+        for (StepId release : open_releases_)
+          add_unique(deps, release);
+      }
       const StepId copy =
           add_policy_step(StepKind::prefetch, slot, kFetchStream, deps, std::nullopt, std::nullopt, action.service_s);
       history(slot).arriving = copy;
+      open_actions_.push_back(copy);
       if (action.kind == PolicyAction::Kind::fetch)
         wait_for(copy);
       break;

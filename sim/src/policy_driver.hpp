@@ -31,6 +31,7 @@ public:
   virtual double now() const = 0;
   virtual const MemoryLedger& ledger() const = 0;
   virtual double op_time(OpId op, int device) const = 0; // the cost model's time of `op` there
+  virtual const Machine* machine() const = 0;            // null when the caller gave none
 };
 
 class PolicyDriver final : private PolicyView {
@@ -44,6 +45,7 @@ public:
   };
   Admission admit(StepId id);
   std::string refusal() const { return policy_->refusal(); }
+  PolicyCounters counters() const { return policy_->counters(); }
   void started(StepId id);
   void finished(StepId id);
 
@@ -52,7 +54,10 @@ public:
   Plan realized_plan(const Plan& original) const;
 
 private:
-  struct History {             // per tensor slot on a device
+  std::vector<std::uint8_t> barrier_asked_; // per step: waits_for_policy was asked
+  std::vector<StepId> open_actions_;        // policy copies and releases not known to have finished (waits_for_policy)
+  std::vector<StepId> open_releases_;       // policy offloads' and evictions' frees, until finished (after_releases)
+  struct History {                          // per tensor slot on a device
     StepId maker = -1;         // the step that made it resident (-1: resident from the start, or not resident)
     std::vector<StepId> users; // steps that read it since
     StepId displaced_by = -1;  // the policy free that last removed it
@@ -73,6 +78,7 @@ private:
   std::optional<OpId> producer(TensorId tensor) const override;
   const Step& step(StepId id) const override { return schedule_->step(id); }
   double op_time(OpId op, int device) const override { return schedule_->op_time(op, device); }
+  const Machine& machine() const override;
 
   bool is_policy_step(StepId id) const { return id >= plan_step_count_; }
   bool pending(StepId id) const { return id >= 0 && !schedule_->finished(id); }

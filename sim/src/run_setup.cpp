@@ -38,6 +38,7 @@ RunResult run_with_setup(const Trace& trace, const Machine& machine, const Plan&
   config.build_realized_plan = options.realized_plan;
   const std::unique_ptr<MemoryPolicy> policy = make_policy(plan, options);
   config.policy = policy.get();
+  config.machine = &machine;
   config.memory.allocator = options.allocator;
   for (const Gpu& gpu : machine.gpus) {
     config.memory.device_capacity.push_back(plan.budget_bytes == 0 ? gpu.memory

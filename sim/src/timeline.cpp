@@ -216,6 +216,9 @@ nlohmann::json metrics_to_json(const RunResult& result)
   document["recomputed_bytes"] = m.recomputed_bytes;
   document["recompute_fraction"] = m.recompute_fraction;
   document["swap_overlap_fraction"] = m.swap_overlap_fraction;
+  document["on_demand_fetches"] = m.policy.on_demand_fetches;
+  document["on_demand_bytes"] = m.policy.on_demand_bytes;
+  document["mispredicted_iterations"] = m.policy.mispredicted_iterations;
   return document;
 }
 
@@ -295,6 +298,12 @@ RunResult timeline_from_json(const nlohmann::json& document, const std::string& 
     // Not derivable from the steps: they need the trace and the host's residency.
     if (metrics.has("swapped_bytes"))
       result.metrics.swapped_bytes = metrics.at("swapped_bytes").as_uint();
+    if (metrics.has("on_demand_fetches"))
+      result.metrics.policy.on_demand_fetches = metrics.at("on_demand_fetches").as_uint();
+    if (metrics.has("on_demand_bytes"))
+      result.metrics.policy.on_demand_bytes = metrics.at("on_demand_bytes").as_uint();
+    if (metrics.has("mispredicted_iterations"))
+      result.metrics.policy.mispredicted_iterations = metrics.at("mispredicted_iterations").as_uint();
     if (metrics.has("samples_per_s") && !metrics.at("samples_per_s").value().is_null())
       result.metrics.samples_per_s = metrics.at("samples_per_s").as_number();
   }

@@ -47,7 +47,10 @@ inline nlohmann::json run_result_to_wire(const RunResult& result)
                            m.swapped_bytes,
                            m.recomputed_bytes,
                            m.recompute_fraction,
-                           m.swap_overlap_fraction}},
+                           m.swap_overlap_fraction,
+                           m.policy.on_demand_fetches,
+                           m.policy.on_demand_bytes,
+                           m.policy.mispredicted_iterations}},
                          {"steps", std::move(steps)},
                          {"memory", std::move(memory)}};
   if (result.error) {
@@ -93,6 +96,9 @@ inline RunResult run_result_from_wire(const nlohmann::json& wire)
   metrics.recomputed_bytes = m[17].get<std::uint64_t>();
   metrics.recompute_fraction = m[18].get<double>();
   metrics.swap_overlap_fraction = m[19].get<double>();
+  metrics.policy.on_demand_fetches = m[20].get<std::uint64_t>();
+  metrics.policy.on_demand_bytes = m[21].get<std::uint64_t>();
+  metrics.policy.mispredicted_iterations = m[22].get<std::uint64_t>();
   for (const nlohmann::json& s : wire.at("steps"))
     result.timeline.push_back(StepRecord{s[0].get<StepId>(), static_cast<StepKind>(s[1].get<int>()), s[2].get<int>(),
                                          s[3].get<std::string>(), s[4].get<double>(), s[5].get<double>(),

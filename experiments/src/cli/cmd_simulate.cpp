@@ -49,6 +49,10 @@ void print_summary(const Metrics& metrics, const std::optional<ExecutionError>& 
              100 * metrics.pcie_d2h_utilization);
   fmt::print("recompute/compute {:.1f} %; compute hiding a copy {:.1f} %\n", 100 * metrics.recompute_fraction,
              100 * metrics.swap_overlap_fraction);
+  if (metrics.policy != PolicyCounters{}) // a policy that counts its mispredictions
+    fmt::print("on demand        {} fetches, {}; {} mispredicted iterations\n", metrics.policy.on_demand_fetches,
+               units::format_bytes(static_cast<double>(metrics.policy.on_demand_bytes)),
+               metrics.policy.mispredicted_iterations);
   if (metrics.samples_per_s)
     fmt::print("samples/s        {:.6g}\n", *metrics.samples_per_s);
   fmt::print("steps executed   {}\n", metrics.steps_executed);

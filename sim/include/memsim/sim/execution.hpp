@@ -50,6 +50,7 @@ public:
 };
 
 class MemoryPolicy;
+struct Machine;
 
 struct ExecutionConfig {
   LedgerConfig memory;                   // capacities are filled by make_execution_config
@@ -58,6 +59,7 @@ struct ExecutionConfig {
   // An online memory policy (memory_policy.hpp) consulted during the run; its actions become steps that get ids
   // after the plan's. One policy object serves one run.
   MemoryPolicy* policy = nullptr;
+  const Machine* machine = nullptr; // what a policy may look at (PolicyView::machine)
   // Fill RunResult::realized_plan (feasible runs only).
   bool build_realized_plan = false;
 };

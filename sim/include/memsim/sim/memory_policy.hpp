@@ -23,6 +23,7 @@
 // Actions answering on_allocation_denied / on_missing_tensor make the step that asked wait for them (except
 // prefetch); actions from the step hooks make nothing wait. A policy object serves one run.
 #include "memsim/planners/plan.hpp"
+#include "memsim/sim/timeline.hpp"
 #include "memsim/traces/trace.hpp"
 
 #include <compare>
@@ -33,6 +34,8 @@
 #include <vector>
 
 namespace memsim {
+
+struct Machine; // hwmodels/, which memsim_exec does not link: a policy that looks at it includes machine.hpp
 
 // A tensor of one instance in one memory space (a GPU index, or -1 for the host).
 struct TensorSlot {
@@ -48,6 +51,9 @@ struct PolicyAction {
   TensorSlot tensor;      // the tensor on the device the action is about
   std::optional<OpId> op; // rematerialize: the op to recompute (default: the tensor's producer)
   double service_s = 0;   // fetch/prefetch/offload: fixed time before the copy's bytes flow (UVM fault handling)
+  // fetch/prefetch: start only once every offload and eviction the policy asked for so far has freed its tensor
+  // (DyNN-Offload's migration evicts, then prefetches, so that what it brings in fits).
+  bool after_releases = false;
 
   static PolicyAction offload(TensorSlot slot) { return {Kind::offload, slot, std::nullopt}; }
   static PolicyAction evict(TensorSlot slot) { return {Kind::evict, slot, std::nullopt}; }
@@ -106,6 +112,8 @@ public:
   // victim by the time to recompute it and touches the inputs of the step that asks before it is rematerialized.
   virtual const Step& step(StepId id) const = 0;
   virtual double op_time(OpId op, int device) const = 0;
+  // The machine the run is on (its links: a policy that plans its transfers, as DyNN-Offload's partitioner does).
+  virtual const Machine& machine() const = 0;
 };
 
 class MemoryPolicy {
@@ -114,6 +122,9 @@ public:
   virtual void on_access(const TensorAccess&, const PolicyView&) {}
   virtual std::vector<PolicyAction> on_step_start(const Step&, const PolicyView&) { return {}; }
   virtual std::vector<PolicyAction> on_step_end(const Step&, const PolicyView&) { return {}; }
+  // Asked once per plan step, before anything else: true makes it wait until every copy and release the policy asked
+  // for so far has finished (DyNN-Offload's block barrier: a block starts once its migration is done).
+  virtual bool waits_for_policy(const Step&, const PolicyView&) { return false; }
   // No action: the step fails with the usual out-of-memory error.
   virtual std::vector<PolicyAction> on_allocation_denied(const AllocationDemand&, const PolicyView&) { return {}; }
   // No action: the step fails with the usual not-resident error.
@@ -121,6 +132,8 @@ public:
   // Why the last hook that answered nothing refused, when it is the policy's own limit (UVM's oversubscription
   // cap); empty when there is nothing to add. The core appends it to the failure message.
   virtual std::string refusal() const { return {}; }
+  // What the policy counts of its own (on-demand fetches, mispredicted iterations), reported in Metrics::policy.
+  virtual PolicyCounters counters() const { return {}; }
 };
 
 } // namespace memsim

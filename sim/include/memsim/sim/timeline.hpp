@@ -57,6 +57,15 @@ struct ExecutionError {
   std::uint64_t largest_free_block = 0; // --allocator pool: the largest contiguous free block at the failure
 };
 
+// Counts an online policy keeps of its own decisions (zero without a policy, and when a realized plan is replayed):
+// fetches a step had to wait for that the policy had not predicted, and iterations with at least one of them.
+struct PolicyCounters {
+  std::uint64_t on_demand_fetches = 0;
+  std::uint64_t on_demand_bytes = 0;
+  std::uint64_t mispredicted_iterations = 0;
+  bool operator==(const PolicyCounters&) const = default;
+};
+
 struct Metrics {
   bool feasible = true;
   double iteration_time_s = 0;
@@ -93,6 +102,7 @@ struct Metrics {
   // Both 0 when nothing computed on a GPU.
   double recompute_fraction = 0;
   double swap_overlap_fraction = 0;
+  PolicyCounters policy; // what the run's memory policy counted (MemoryPolicy::counters)
 };
 
 struct RunResult {

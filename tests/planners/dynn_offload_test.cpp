@@ -1,0 +1,279 @@
+// The dynn-offload policy (DyNN-Offload's runtime, spec dynn-offload.md §2.7): everything starts on the host, each
+// iteration runs in execution blocks whose predicted working sets migrate while the block before computes. With
+// oracle prediction nothing is fetched on demand; stale prediction (iteration 0 replayed) mispredicts iterations whose
+// graphs differ and is then slower, and equals the oracle when every iteration has the same graph. Every run stays
+// within its budget on both engines, and its realized plan replays the same run without the policy.
+#include "simulate_in_child.hpp"
+#include "test_machines.hpp"
+#include "test_traces.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/policy_registry.hpp"
+#include "memsim/planners/plan.hpp"
+#include "memsim/planners/planner.hpp"
+#include "memsim/sim/simulator.hpp"
+#include "memsim/sim/trace_analysis.hpp"
+#include "memsim/traces/dynamic_generators.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace memsim {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Every op in trace order on one compute stream, each tensor freed after its last use (weights, optimizer state
+// and inputs kept), inputs/weights/optimizer state starting on the host, under dynn-offload with `params`.
+Plan in_order(const Trace& trace, std::uint64_t budget, const nlohmann::json& params)
+{
+  Plan plan;
+  plan.trace = trace.name;
+  plan.machine = "one-gpu";
+  plan.planner = "hand";
+  plan.budget_bytes = budget;
+  plan.policy = PolicyChoice{"dynn-offload", params};
+  for (TensorKind kind : {TensorKind::input, TensorKind::weight, TensorKind::optimizer_state})
+    plan.initial_placement.push_back(PlacementRule{kind, std::nullopt, Placement::host, std::nullopt});
+  std::vector<std::size_t> last_use(trace.tensors.size(), 0);
+  for (std::size_t i = 0; i < trace.ops.size(); ++i)
+    for (const auto* ids : {&trace.ops[i].inputs, &trace.ops[i].outputs})
+      for (TensorId t : *ids)
+        last_use[static_cast<std::size_t>(t)] = i;
+  PlanBuilder build(plan);
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+    const Op& op = trace.ops[i];
+    plan.steps[static_cast<std::size_t>(build.compute(op.id))].iteration = op.iteration;
+    for (const auto* ids : {&op.inputs, &op.outputs})
+      for (TensorId t : *ids) {
+        const Tensor& tensor = trace.tensor(t);
+        const bool kept = tensor.kind == TensorKind::weight || tensor.kind == TensorKind::optimizer_state ||
+                          tensor.kind == TensorKind::input;
+        if (!kept && last_use[static_cast<std::size_t>(t)] == i &&
+            (ids == &op.outputs || std::find(op.outputs.begin(), op.outputs.end(), t) == op.outputs.end())) {
+          last_use[static_cast<std::size_t>(t)] = trace.ops.size(); // freed once
+          plan.steps[static_cast<std::size_t>(build.free(t))].iteration = op.iteration;
+        }
+      }
+  }
+  return plan;
+}
+
+RunResult run_on(EngineKind engine, const Trace& trace, const Machine& machine, const Plan& plan)
+{
+  SimOptions options;
+  options.engine = engine;
+  options.realized_plan = true;
+  return engine == EngineKind::fast ? simulate(trace, machine, plan, options)
+                                    : test::simulate_in_child(trace, machine, plan, options);
+}
+
+// On both engines: feasible within the budget, the same time, peak, bytes and counters; the realized plan, replayed
+// without the policy through its JSON, gives the same time and peak on each. Returns the fast run.
+RunResult run_checked(const Trace& trace, const Machine& machine, const Plan& plan)
+{
+  RunResult runs[2];
+  const EngineKind engines[2] = {EngineKind::fast, EngineKind::simgrid};
+  for (int e = 0; e < 2; ++e) {
+    SCOPED_TRACE(to_string(engines[e]));
+    RunResult& live = runs[e];
+    live = run_on(engines[e], trace, machine, plan);
+    EXPECT_TRUE(live.metrics.feasible) << (live.error ? live.error->message : "");
+    EXPECT_LE(live.metrics.peak_device_bytes, plan.budget_bytes);
+    if (!live.realized_plan)
+      continue;
+    const Plan replayed = plan_from_json(plan_to_json(*live.realized_plan), "realized");
+    EXPECT_FALSE(replayed.policy);
+    const RunResult replay = run_on(engines[e], trace, machine, replayed);
+    EXPECT_TRUE(replay.metrics.feasible) << (replay.error ? replay.error->message : "");
+    EXPECT_NEAR(replay.metrics.iteration_time_s, live.metrics.iteration_time_s, 1e-9 * live.metrics.iteration_time_s);
+    EXPECT_EQ(replay.metrics.peak_device_bytes, live.metrics.peak_device_bytes);
+    EXPECT_EQ(replay.metrics.h2d_bytes, live.metrics.h2d_bytes);
+    EXPECT_EQ(replay.metrics.d2h_bytes, live.metrics.d2h_bytes);
+  }
+  const Metrics& fast = runs[0].metrics;
+  const Metrics& simgrid = runs[1].metrics;
+  EXPECT_NEAR(simgrid.iteration_time_s, fast.iteration_time_s, 1e-9 * fast.iteration_time_s);
+  EXPECT_EQ(simgrid.peak_device_bytes, fast.peak_device_bytes);
+  EXPECT_EQ(simgrid.h2d_bytes, fast.h2d_bytes);
+  EXPECT_EQ(simgrid.d2h_bytes, fast.d2h_bytes);
+  EXPECT_EQ(simgrid.policy, fast.policy);
+  return runs[0];
+}
+
+// The worked chain of dynn_partition_test.cpp: x and a0..a5 (1 MB each); op i reads the previous tensor and writes
+// a_i, the last also reads a0; 1 ms per op; 1 GB/s, 0.25 ms latency.
+Trace worked_trace()
+{
+  return test::hand_trace({1000000, 1000000, 1000000, 1000000, 1000000, 1000000},
+                          {{{0}, {1}}, {{1}, {2}}, {{2}, {3}}, {{3}, {4}}, {{4}, {5}}, {{5, 1}, {6}}});
+}
+
+Machine worked_machine()
+{
+  Machine machine = test::one_gpu_machine();
+  machine.links[0].latency_s = 0.25e-3;
+  return machine;
+}
+
+VarLstmSpec small_lstm(int min_len, int max_len)
+{
+  VarLstmSpec spec;
+  spec.iterations = 3;
+  spec.min_len = min_len;
+  spec.max_len = max_len;
+  spec.batch = 512;
+  spec.hidden = 32;
+  spec.embed = 16;
+  spec.vocab = 64;
+  spec.classes = 4;
+  return spec;
+}
+
+Machine lstm_machine()
+{
+  Machine machine = test::one_gpu_machine();
+  machine.links[0].latency_s = 1e-6;
+  return machine;
+}
+
+const Roofline kRoofline{14e12, 900e9, 5e-6, "test-gpu"};
+
+TEST(DynnOffload, OracleOnTheWorkedChainMatchesTheStaticPlanner)
+{
+  const Trace trace = worked_trace();
+  const Machine machine = worked_machine();
+  const std::uint64_t budget = 6000000;
+  const RunResult run = run_checked(trace, machine, in_order(trace, budget, {{"prediction", "oracle"}}));
+  EXPECT_EQ(run.metrics.policy, PolicyCounters{});
+  const Plan block = make_plan("dynn-block", trace, machine, PlanRequest{budget, 1, {}});
+  SimOptions options;
+  options.engine = EngineKind::fast;
+  const RunResult static_run = simulate(trace, machine, block, options);
+  ASSERT_TRUE(static_run.metrics.feasible);
+  EXPECT_NEAR(run.metrics.iteration_time_s, static_run.metrics.iteration_time_s, 1e-12);
+  // Blocks [0,2) [2,3) [3,5) [5,6): x comes in exposed (1.25 ms), a0 is written back while f2 runs and the block
+  // barrier holds f3 until that ends (4.5 ms); a0 returns while f3 and f4 run, f5 ends at 7.5 ms.
+  EXPECT_NEAR(run.metrics.iteration_time_s, 7.5e-3, 1e-12);
+  EXPECT_EQ(run.metrics.h2d_bytes, 2000000u);
+  EXPECT_EQ(run.metrics.d2h_bytes, 1000000u);
+  EXPECT_EQ(run.metrics.h2d_bytes, static_run.metrics.h2d_bytes);
+  EXPECT_EQ(run.metrics.d2h_bytes, static_run.metrics.d2h_bytes);
+}
+
+// Iterations of 70, 83 and 57 ops: iteration 0's blocks by op count and its names renamed cover the others badly.
+TEST(DynnOffload, StaleMispredictsIterationsThatDifferAndIsSlower)
+{
+  VarLstmSpec spec = small_lstm(2, 6);
+  spec.seed = 4;
+  const Trace trace = generate_var_lstm(spec, kRoofline);
+  const Machine machine = lstm_machine();
+  const std::uint64_t budget = TraceAnalysis(trace).default_profile().peak_bytes / 2;
+  const RunResult oracle = run_checked(trace, machine, in_order(trace, budget, {{"prediction", "oracle"}}));
+  const RunResult stale = run_checked(trace, machine, in_order(trace, budget, {{"prediction", "stale"}}));
+  EXPECT_EQ(oracle.metrics.policy, PolicyCounters{});
+  EXPECT_GT(stale.metrics.policy.on_demand_fetches, 0u);
+  EXPECT_GT(stale.metrics.policy.on_demand_bytes, 0u);
+  EXPECT_GE(stale.metrics.policy.mispredicted_iterations, 1u);
+  EXPECT_LE(stale.metrics.policy.mispredicted_iterations, 2u); // iteration 0 is predicted by itself
+  EXPECT_GT(stale.metrics.iteration_time_s, oracle.metrics.iteration_time_s);
+}
+
+TEST(DynnOffload, StaleEqualsOracleWhenEveryIterationHasTheSameGraph)
+{
+  const Trace trace = generate_var_lstm(small_lstm(4, 4), kRoofline);
+  const Machine machine = lstm_machine();
+  const std::uint64_t budget = TraceAnalysis(trace).default_profile().peak_bytes * 3 / 4;
+  const RunResult oracle = run_checked(trace, machine, in_order(trace, budget, {{"prediction", "oracle"}}));
+  const RunResult stale = run_checked(trace, machine, in_order(trace, budget, {{"prediction", "stale"}}));
+  EXPECT_EQ(stale.metrics.policy, PolicyCounters{});
+  // Every iteration but the last runs the same blocks. The last differs: the oracle partitions it knowing that no
+  // iteration follows (its DP charges no write-back of the updated weights), stale replays iteration 0's blocks.
+  const std::vector<double>& a = oracle.metrics.iteration_times_s;
+  const std::vector<double>& b = stale.metrics.iteration_times_s;
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_DOUBLE_EQ(b[0], a[0]);
+  EXPECT_DOUBLE_EQ(b[1], a[1]);
+  EXPECT_GE(b[2], a[2] - 1e-12);
+}
+
+TEST(DynnOffload, TreeLstmStaysWithinTheBudget)
+{
+  TreeLstmSpec spec;
+  spec.iterations = 3;
+  spec.min_leaves = 3;
+  spec.max_leaves = 6;
+  spec.batch = 256;
+  spec.hidden = 32;
+  spec.vocab = 64;
+  const Trace trace = generate_tree_lstm(spec, kRoofline);
+  const Machine machine = lstm_machine();
+  const std::uint64_t budget = TraceAnalysis(trace).default_profile().peak_bytes * 3 / 4;
+  for (const char* prediction : {"oracle", "stale"}) {
+    SCOPED_TRACE(prediction);
+    const RunResult run = run_checked(trace, machine, in_order(trace, budget, {{"prediction", prediction}}));
+    if (std::string(prediction) == "oracle") {
+      EXPECT_EQ(run.metrics.policy, PolicyCounters{});
+    }
+  }
+}
+
+// Same inputs, same run: the realized plan's JSON is byte-identical across runs.
+TEST(DynnOffload, IsDeterministic)
+{
+  const Trace trace = generate_var_lstm(small_lstm(2, 6), kRoofline);
+  const Machine machine = lstm_machine();
+  const std::uint64_t budget = TraceAnalysis(trace).default_profile().peak_bytes / 2;
+  const Plan plan = in_order(trace, budget, {{"prediction", "stale"}});
+  const RunResult first = run_on(EngineKind::fast, trace, machine, plan);
+  const RunResult second = run_on(EngineKind::fast, trace, machine, plan);
+  ASSERT_TRUE(first.realized_plan && second.realized_plan);
+  EXPECT_EQ(plan_to_json(*first.realized_plan).dump(), plan_to_json(*second.realized_plan).dump());
+}
+
+TEST(DynnOffload, TheOnlinePlannerRunsItFromTheHost)
+{
+  const Trace trace = generate_var_lstm(small_lstm(2, 6), kRoofline);
+  const Machine machine = lstm_machine();
+  const std::uint64_t budget = TraceAnalysis(trace).default_profile().peak_bytes / 2;
+  const Plan plan = make_plan(
+      "online", trace, machine,
+      PlanRequest{
+          budget, 1, {{"policy", "dynn-offload"}, {"policy_params", "prediction=stale"}, {"start_on_host", true}}});
+  EXPECT_FALSE(plan.initial_placement.empty());
+  SimOptions options;
+  options.engine = EngineKind::fast;
+  const RunResult replay = simulate(trace, machine, plan, options);
+  ASSERT_TRUE(replay.metrics.feasible) << (replay.error ? replay.error->message : "");
+  ASSERT_TRUE(plan.estimate.iteration_time_s);
+  EXPECT_NEAR(replay.metrics.iteration_time_s, *plan.estimate.iteration_time_s, 1e-9 * replay.metrics.iteration_time_s);
+  EXPECT_LE(replay.metrics.peak_device_bytes, budget);
+}
+
+TEST(DynnOffload, BadParametersAreLocated)
+{
+  const Trace trace = worked_trace();
+  const Plan plan = in_order(trace, 6000000, {{"prediction", "psychic"}});
+  SimOptions options;
+  options.engine = EngineKind::fast;
+  EXPECT_THROW(
+      {
+        try {
+          simulate(trace, worked_machine(), plan, options);
+        } catch (const InputError& error) {
+          EXPECT_THAT(error.what(), HasSubstr("prediction"));
+          EXPECT_THAT(error.what(), HasSubstr("psychic"));
+          throw;
+        }
+      },
+      InputError);
+  EXPECT_THROW(simulate(trace, worked_machine(), in_order(trace, 6000000, {{"dp_work_limit", 0}}), options),
+               InputError);
+}
+
+} // namespace
+} // namespace memsim
