@@ -364,7 +364,7 @@ TEST(Cli, BadPolicyNamesAndParametersExitTwo)
   const auto plan = write_plan(scratch, kTwoInstanceSteps, 3500000);
   const auto unknown = run_command(simulate_command(plan, "--policy no-such"));
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_THAT(unknown.output, HasSubstr("unknown policy 'no-such' (valid: dtr, lru-swap, uvm)"));
+  EXPECT_THAT(unknown.output, HasSubstr("unknown policy 'no-such' (valid: dtr, dynn-offload, lru-swap, uvm)"));
   const auto bad_value = run_command(simulate_command(plan, "--policy lru-swap --policy-param min_bytes=-1"));
   EXPECT_EQ(bad_value.exit_code, 2);
   EXPECT_THAT(bad_value.output, HasSubstr("parameter 'min_bytes' of policy 'lru-swap'"));
