@@ -45,6 +45,8 @@ Json search_content(const ScaleStudy& study, const Experiment& experiment, std::
                {"allocator", to_string(study.simulation.allocator)}};
   if (study.axis_step != 1) // only then, so searches cached before the step existed stay valid
     content["axis_step"] = study.axis_step;
+  if (study.max_overhead) // likewise
+    content["max_overhead"] = *study.max_overhead;
   return content;
 }
 
@@ -236,7 +238,7 @@ std::string format_capacity_table(const std::vector<CapacityCell>& cells, const 
 
 SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment& experiment)
 {
-  node.only_keys({"axis", "axis_param", "step", "start", "limit", "scan", "min_throughput"});
+  node.only_keys({"axis", "axis_param", "step", "start", "limit", "scan", "min_throughput", "max_overhead"});
   SearchSettings settings;
   if (node.has("axis")) {
     const std::string text = node.at("axis").as_string();
@@ -268,6 +270,14 @@ SearchSettings load_search_settings(const yaml_io::Node& node, const Experiment&
     if (!(fraction > 0) || !std::isfinite(fraction))
       node.at("min_throughput").fail("min_throughput must be a positive fraction of keep-all's samples/s");
     settings.min_throughput = fraction;
+  }
+  if (node.has("max_overhead")) {
+    const double limit = node.at("max_overhead").as_number();
+    if (!(limit >= 1) || !std::isfinite(limit))
+      node.at("max_overhead")
+          .fail("max_overhead must be a time ratio >= 1 (2: at most twice keep-all's time with "
+                "unlimited memory)");
+    settings.max_overhead = limit;
   }
   for (const Workload& workload : experiment.workloads) {
     ScaleStudy study;
@@ -316,6 +326,7 @@ std::vector<CapacityCell> expand_capacity_cells(const Experiment& experiment)
     if (point.bandwidth)
       study.machine.set_host_link_bandwidth(*point.bandwidth);
     study.budget_bytes = *point.budget.bytes;
+    study.max_overhead = settings.max_overhead;
     study.simulation = experiment.simulation;
     study.simulation.engine = EngineKind::fast; // many simulations in one process
     study.simulation.record_timeline = false;

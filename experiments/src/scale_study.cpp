@@ -247,8 +247,36 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
     outcome.feasible = false;
     outcome.reason =
         fmt::format("{:.6g} samples/s is below the floor of {:.6g}", outcome.samples_per_s, *study.min_samples_per_s);
+    return outcome;
+  }
+  if (study.max_overhead) {
+    const double reference_s = unlimited_keep_all_time_s(trace, study.machine, study.simulation);
+    if (outcome.iteration_time_s > *study.max_overhead * reference_s) {
+      outcome.feasible = false;
+      outcome.reason = fmt::format("iteration {:.6g} s is over {:g} x keep-all's {:.6g} s on an unlimited GPU",
+                                   outcome.iteration_time_s, *study.max_overhead, reference_s);
+    }
   }
   return outcome;
+}
+
+double unlimited_keep_all_time_s(const Trace& trace, const Machine& machine, const SimOptions& simulation)
+{
+  // 1 PiB per GPU stands for unlimited: no trace comes near it, and sums of it stay far from overflow.
+  constexpr std::uint64_t kUnlimited = std::uint64_t{1} << 50;
+  Machine unlimited = machine;
+  for (Gpu& gpu : unlimited.gpus)
+    gpu.memory = kUnlimited;
+  PlanRequest request;
+  request.budget_bytes = kUnlimited;
+  const Plan plan = make_plan("keep-all", trace, unlimited, request);
+  SimOptions options = simulation;
+  options.record_timeline = false;
+  const RunResult run = simulate(trace, unlimited, plan, options);
+  if (!run.metrics.feasible || run.error)
+    throw Infeasible(fmt::format("keep-all does not run on an unlimited GPU: {}",
+                                 run.error ? run.error->message : "the simulator found it infeasible"));
+  return run.metrics.iteration_time_s;
 }
 
 } // namespace memsim::experiments

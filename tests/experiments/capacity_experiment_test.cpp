@@ -127,6 +127,45 @@ TEST(CapacityExperiment, ThroughputFloorComesFromKeepAllsLargestBatch)
   }
 }
 
+// With an overhead limit of 1, checkpoint-sqrt (it recomputes: always slower than keep-all with unlimited memory)
+// trains nothing, keep-all trains what it trained without the limit, and each cell agrees with max-scale.
+TEST(CapacityExperiment, OverheadLimitAgreesWithMaxScale)
+{
+  ScratchDir scratch;
+  const Experiment experiment =
+      load_experiment(write_search_experiment(scratch, "{axis: batch, limit: 4096, max_overhead: 1}"),
+                      default_presets_dir());
+  const CapacitySummary summary = run_capacity_experiment(experiment, scratch / "out", quiet());
+  const auto rows = csv_rows(read_file(summary.capacity_csv));
+  ASSERT_EQ(rows.size(), 5u);
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    const auto cli =
+        run_command(kMemsim.string() + " max-scale --workload " + kWorkload + " --planner " + rows[r][1] +
+                        " --machine v100-32gb-pcie3 --budget " + rows[r][3] + " --limit 4096 --max-overhead 1 --json",
+                    /*stdout_only=*/true);
+    const auto document = nlohmann::json::parse(cli.output);
+    const std::string largest =
+        document["largest"].is_null() ? "" : std::to_string(document["largest"].get<std::int64_t>());
+    EXPECT_EQ(rows[r][7], largest) << rows[r][1] << " " << rows[r][3];
+    EXPECT_EQ(document["max_overhead"], 1.0);
+    if (rows[r][1] == "checkpoint-sqrt") {
+      EXPECT_EQ(rows[r][7], "");
+    } else {
+      EXPECT_FALSE(rows[r][7].empty());
+    }
+  }
+  EXPECT_THAT(
+      [&] {
+        try {
+          load_experiment(write_search_experiment(scratch, "{max_overhead: 0.5}"), default_presets_dir());
+        } catch (const InputError& error) {
+          return std::string(error.what());
+        }
+        return std::string("no error");
+      }(),
+      HasSubstr("capacity.yaml:9:24: search.max_overhead: max_overhead must be a time ratio >= 1"));
+}
+
 TEST(CapacityExperiment, CommandWritesCapacityCsvAndPlot)
 {
   ScratchDir scratch;

@@ -226,6 +226,38 @@ TEST(ScaleStudy, ThroughputFloorMakesFastEnoughAConditionOfFitting)
   EXPECT_THAT(below.reason, HasSubstr("below the floor"));
 }
 
+// The runtime-overhead limit (DTR's and DyNN-Offload's max-batch rule): time <= R x keep-all's with unlimited memory.
+TEST(ScaleStudy, OverheadLimitComparesWithKeepAllOnAnUnlimitedGpu)
+{
+  ASSERT_TRUE(kTestChainRegistered);
+  ScaleStudy study = small_cnn_study();
+  parse_workload_spec("test-chain", study);
+  // keep-all's plan does not depend on memory, so its time is the reference exactly, and a limit of 1 admits it.
+  const Trace at_ten = workload_at(study, 10);
+  const double reference_s = unlimited_keep_all_time_s(at_ten, study.machine, study.simulation);
+  study.max_overhead = 1.0;
+  const ProbeOutcome keep_all = probe_study(study, 10);
+  ASSERT_TRUE(keep_all.feasible) << keep_all.reason;
+  EXPECT_DOUBLE_EQ(keep_all.iteration_time_s, reference_s);
+  // The reference exists where keep-all itself runs out of memory: 40 GB of activations at batch 5000 on the 32 GiB
+  // V100 (the chain's op times do not depend on the batch, so it is the same time).
+  EXPECT_DOUBLE_EQ(unlimited_keep_all_time_s(workload_at(study, 5000), study.machine, study.simulation), reference_s);
+  EXPECT_FALSE(probe_study(study, 5000).feasible);
+  // √n checkpointing recomputes, so it is slower than the reference: the limit decides on either side of its ratio.
+  study.planner = "checkpoint-sqrt";
+  study.max_overhead.reset();
+  const ProbeOutcome free_run = probe_study(study, 10);
+  ASSERT_TRUE(free_run.feasible) << free_run.reason;
+  const double ratio = free_run.iteration_time_s / reference_s;
+  ASSERT_GT(ratio, 1.0);
+  study.max_overhead = ratio * 1.001;
+  EXPECT_TRUE(probe_study(study, 10).feasible);
+  study.max_overhead = ratio * 0.999;
+  const ProbeOutcome over = probe_study(study, 10);
+  EXPECT_FALSE(over.feasible);
+  EXPECT_THAT(over.reason, HasSubstr("keep-all's"));
+}
+
 // A step scales a number parameter: axis value v sets channel_scale to v x 0.125, so value 8 is the whole-number
 // scale 1; an integer parameter (the batch) refuses a step.
 TEST(ScaleStudy, AStepScalesANumberParameter)

@@ -32,6 +32,7 @@ struct Options {
   std::string machine;
   std::string budget = "0";
   std::optional<double> min_throughput;
+  std::optional<double> max_overhead;
   std::int64_t start = 1;
   std::int64_t limit = 1 << 16;
   std::int64_t scan = 8;
@@ -106,6 +107,8 @@ void run(const Options& options, Context& context)
   if (options.start < 1 || options.limit < options.start)
     throw InputError("--start", fmt::format("need 1 <= --start ({}) <= --limit ({})", options.start, options.limit));
 
+  study.max_overhead = options.max_overhead;
+
   const experiments::CapacitySearchOptions bounds{options.start, options.limit, options.scan};
   const auto started = std::chrono::steady_clock::now();
   nlohmann::json floor_document;
@@ -151,6 +154,8 @@ void run(const Options& options, Context& context)
     }
     if (!floor_document.is_null())
       document["throughput_floor"] = floor_document;
+    if (study.max_overhead)
+      document["max_overhead"] = *study.max_overhead;
     if (study.axis_step != 1)
       document["axis_step"] = study.axis_step;
     fmt::print("{}\n", document.dump(2));
@@ -206,6 +211,11 @@ void add_max_scale_command(CLI::App& app, Context& context)
       ->add_option("--min-throughput", options->min_throughput,
                    "also require samples/s >= this fraction of keep-all's at keep-all's largest batch")
       ->check(CLI::Range(0.0, 1e6));
+  command
+      ->add_option("--max-overhead", options->max_overhead,
+                   "also require the iteration time <= this x keep-all's on the same workload with unlimited GPU "
+                   "memory (DTR's and DyNN-Offload's max-batch rule: 2)")
+      ->check(CLI::Range(1.0, 1e6));
   command->add_option("--start", options->start, "smallest value tried")->default_val(1);
   command->add_option("--limit", options->limit, "largest value tried")->default_val(1 << 16);
   command->add_option("--scan", options->scan, "values scanned above the bisected boundary")

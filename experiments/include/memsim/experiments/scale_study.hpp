@@ -3,7 +3,8 @@
 // recorded trace's batch through `memsim trace rescale`), a planner,
 // a machine and a budget. A probe at value v generates the workload with its axis parameter set to v, plans it and
 // simulates the plan (fast engine by default); the value trains when a plan exists and runs within the budget (and,
-// with a throughput floor, keeps samples/s at or above it).
+// with a throughput floor, keeps samples/s at or above it; with an overhead limit, keeps its time within that many
+// times keep-all's on an unlimited GPU).
 #include "memsim/common/params.hpp"
 #include "memsim/experiments/capacity_search.hpp"
 #include "memsim/hwmodels/machine.hpp"
@@ -37,6 +38,9 @@ struct ScaleStudy {
   Machine machine;
   std::uint64_t budget_bytes = 0;          // 0: the GPU's memory
   std::optional<double> min_samples_per_s; // the throughput floor, when asked for
+  // The runtime-overhead limit (DTR's and DyNN-Offload's max-batch convention): a value trains only when its time is
+  // at most this x keep-all's time on the same workload with unlimited GPU memory.
+  std::optional<double> max_overhead;
   SimOptions simulation;
 };
 
@@ -47,6 +51,7 @@ struct SearchSettings {
   double axis_step = 1;   // see ScaleStudy::axis_step
   CapacitySearchOptions bounds;
   std::optional<double> min_throughput; // fraction of keep-all's samples/s at keep-all's largest batch
+  std::optional<double> max_overhead;   // see ScaleStudy::max_overhead
 };
 
 // A trace file, or "KIND" or "KIND:k=v,k=v" (e.g. "transformer:layers=24,hidden=1024"), into a study's workload.
@@ -69,6 +74,9 @@ double axis_value(const ScaleStudy& study, std::int64_t value);
 // The workload at one value of the axis: generated on the machine's first GPU, or the recorded trace rescaled to
 // that batch and to that GPU.
 Trace workload_at(const ScaleStudy& study, std::int64_t value);
+
+// Keep-all's iteration time on `trace` with every GPU's memory unlimited: the reference of `max_overhead`.
+double unlimited_keep_all_time_s(const Trace& trace, const Machine& machine, const SimOptions& simulation);
 
 // Plan + simulate at one value. InputErrors of the generator (a bad value) propagate; no plan, a planner that
 // refuses the workload (no chain view) and an infeasible simulation are outcomes.
