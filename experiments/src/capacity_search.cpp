@@ -56,13 +56,19 @@ CapacityResult find_largest_feasible(const ProbeFunction& probe, const CapacityS
   if (log.feasible(options.start)) {
     low = options.start;
   } else {
-    // Nothing at the start: only the window above it may still hold a feasible value.
+    // Nothing at the start: the window above it, then doubling values up to the limit, may still hold a feasible
+    // value (a runtime-overhead limit fails small sizes whose fixed costs, e.g. moving the weights, dominate).
     for (std::int64_t value = options.start + 1; value <= std::min(options.limit, options.start + options.scan);
          ++value)
       if (log.feasible(value)) {
         low = value;
         break;
       }
+    for (std::int64_t value = options.start; !low && value < options.limit;) {
+      value = value > options.limit / 2 ? options.limit : value * 2;
+      if (log.feasible(value))
+        low = value;
+    }
   }
 
   while (low) {

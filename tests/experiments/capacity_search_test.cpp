@@ -78,11 +78,20 @@ TEST(CapacitySearch, StartLimitAndNothingFeasible)
 {
   const CapacityResult none = find_largest_feasible(feasible_when([](std::int64_t) { return false; }), {1, 100, 8});
   EXPECT_FALSE(none.largest);
-  EXPECT_EQ(none.probes.size(), 9u); // the start and the window above it
+  // The start and the window above it (1..9), then the doubling values not probed yet (16, 32, 64) and the limit.
+  EXPECT_EQ(none.probes.size(), 13u);
+  EXPECT_EQ(none.probes.back().value, 100);
 
   const CapacityResult late =
       find_largest_feasible(feasible_when([](std::int64_t v) { return v >= 5 && v <= 9; }), {1, 100, 8});
   EXPECT_EQ(*late.largest, 9);
+
+  // Feasible only from 40 to 70 (a fixed cost too large at small sizes): found by doubling from the start, 64, then
+  // bisected up to 70.
+  const CapacityResult window =
+      find_largest_feasible(feasible_when([](std::int64_t v) { return v >= 40 && v <= 70; }), {1, 1000, 2});
+  ASSERT_TRUE(window.largest);
+  EXPECT_EQ(*window.largest, 70);
 
   const CapacityResult capped = find_largest_feasible(feasible_when([](std::int64_t) { return true; }), {3, 100, 8});
   EXPECT_EQ(*capped.largest, 100);

@@ -2,7 +2,8 @@
 // The largest value of a size axis (batch, width, depth, ...) at which a workload still trains: the search behind
 // `memsim max-scale`. Feasibility is a black box (plan + simulate) and need not be monotone — heuristic planners can
 // fail at one size and succeed at a larger one — so the search probes exponentially, bisects, and then scans a
-// window above the boundary it found; a feasible value in the window restarts the search from there.
+// window above the boundary it found; a feasible value in the window restarts the search from there. When the start
+// and its window fail, doubling values up to the limit are probed for a first feasible one.
 #include <cstdint>
 #include <functional>
 #include <optional>
