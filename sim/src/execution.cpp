@@ -45,6 +45,9 @@ public:
     scope_opened_by_.assign(step_count, -1);
     scope_closed_by_.assign(step_count, -1);
     for (const InstanceScope& scope : plan_.instance_scopes) {
+      if (scope.first_step < 0 || scope.last_step < 0 || static_cast<std::size_t>(scope.first_step) >= step_count ||
+          static_cast<std::size_t>(scope.last_step) >= step_count)
+        continue; // validate_plan refuses it with its location; an unvalidated plan must not index out of range
       scope_opened_by_[static_cast<std::size_t>(scope.first_step)] = scope.instance;
       scope_closed_by_[static_cast<std::size_t>(scope.last_step)] = scope.instance;
     }
