@@ -318,6 +318,10 @@ std::vector<Workload> workloads_along(const std::vector<Workload>& workloads, Sc
       try {
         set_axis(study, axis, "");
         at.trace = workload_at(study, value);
+        if (!batch_axis) {
+          at.single_model_name = fmt::format("{}-k1", workload.name);
+          at.single_model = workload_at(study, 1);
+        }
       } catch (const InputError& error) {
         throw InputError(workload.where, fmt::format("workload '{}' at {} {}: {}", workload.name, to_string(axis),
                                                      value, error.message()));
@@ -343,12 +347,21 @@ double own_host_bandwidth(const Machine& machine)
   return std::isfinite(bandwidth) ? bandwidth : 0;
 }
 
+// A planner that fuses the models itself (declares a `models` parameter: hfta) gets the single model and N.
+bool plans_the_models_itself(const std::string& planner)
+{
+  const PlannerInfo& info = planner_registry().get(planner);
+  return std::any_of(info.params.begin(), info.params.end(),
+                     [](const ParamSpec& spec) { return spec.name == "models"; });
+}
+
 Json key_json(const Cell& cell)
 {
   Json key = cell_to_json(cell);
   key.erase("index");
   key.erase("trace_file");
   key.erase("machine_file");
+  key.erase("single_model_file");
   return key;
 }
 
@@ -493,7 +506,16 @@ void set_study_workload(ScaleStudy& study, const Workload& workload, std::shared
 
 void materialize_workloads(Experiment& experiment, const std::filesystem::path& out_dir)
 {
+  std::set<std::filesystem::path> written; // the single model is shared by the workload's k values
   for (Workload& workload : experiment.workloads) {
+    if (workload.single_model && workload.single_model_file.empty()) {
+      std::filesystem::path dir = out_dir / "workloads";
+      std::filesystem::create_directories(dir);
+      workload.single_model_file =
+          std::filesystem::absolute(dir / (workload.single_model_name + ".trace.json")).lexically_normal();
+      if (written.insert(workload.single_model_file).second)
+        save_trace(*workload.single_model, workload.single_model_file);
+    }
     if (!workload.trace_file.empty())
       continue;
     std::filesystem::path dir = out_dir / "workloads";
@@ -548,6 +570,11 @@ std::vector<Cell> expand_cells(const Experiment& experiment)
     cell.base_workload = point.workload.base;
     cell.batch = point.workload.batch;
     cell.models = point.workload.models;
+    if (cell.models && point.workload.single_model && plans_the_models_itself(cell.planner)) {
+      cell.single_model_file = point.workload.single_model_file;
+      cell.single_model_hash = stable_hash(trace_to_json(*point.workload.single_model).dump());
+      cell.params["models"] = *cell.models;
+    }
     cells.push_back(std::move(cell));
   });
   return cells;
@@ -581,6 +608,10 @@ Json cell_to_json(const Cell& cell)
     document["batch"] = *cell.batch;
   if (cell.models)
     document["models"] = *cell.models;
+  if (!cell.single_model_hash.empty()) {
+    document["single_model_file"] = cell.single_model_file.string();
+    document["single_model_hash"] = cell.single_model_hash;
+  }
   return document;
 }
 
@@ -606,7 +637,9 @@ Cell cell_from_json(const Json& document, const std::string& source_name)
                   "allocator",
                   "base_workload",
                   "batch",
-                  "models"});
+                  "models",
+                  "single_model_file",
+                  "single_model_hash"});
   if (root.at("cell_format").as_int() != kCellFormat)
     root.at("cell_format").fail(fmt::format("unsupported cell format (this build reads {})", kCellFormat));
   Cell cell;
@@ -644,6 +677,10 @@ Cell cell_from_json(const Json& document, const std::string& source_name)
     cell.batch = root.at("batch").as_int();
   if (root.has("models"))
     cell.models = root.at("models").as_int();
+  if (root.has("single_model_file")) {
+    cell.single_model_file = root.at("single_model_file").as_string();
+    cell.single_model_hash = root.at("single_model_hash").as_string();
+  }
   return cell;
 }
 
@@ -687,9 +724,17 @@ CellResult run_cell(const Cell& cell)
   request.budget_bytes = cell.budget_bytes;
   request.devices = 1;
   request.params = cell.params;
+  std::optional<Trace> single_model;
+  if (!cell.single_model_hash.empty()) {
+    single_model = load_trace(cell.single_model_file);
+    if (stable_hash(trace_to_json(*single_model).dump()) != cell.single_model_hash)
+      throw InputError(cell.single_model_file.string(),
+                       "the trace changed since the sweep was expanded; rerun the sweep");
+  }
+  const Trace& planned = single_model ? *single_model : trace;
   Plan plan;
   try {
-    plan = make_plan(cell.planner, trace, machine, request);
+    plan = make_plan(cell.planner, planned, machine, request);
   } catch (const Infeasible& error) {
     result.feasible = false;
     result.stage = "plan";
@@ -699,10 +744,12 @@ CellResult run_cell(const Cell& cell)
   SimOptions options;
   options.engine = cell.engine;
   options.allocator = cell.allocator;
-  const RunResult run = simulate(trace, machine, plan, options);
+  const RunResult run = simulate(planned, machine, plan, options);
   result.metrics = run.metrics;
-  if (cell.models && result.metrics.samples_per_s) // a fused trace keeps one model's batch: every model trains it
-    *result.metrics.samples_per_s *= static_cast<double>(*cell.models);
+  // A fused trace keeps one model's batch and every model trains it, whatever the plan's instances (hfta's subsets).
+  if (cell.models && result.metrics.samples_per_s)
+    result.metrics.samples_per_s = static_cast<double>(*trace_batch_size(planned)) * static_cast<double>(*cell.models) /
+                                   result.metrics.steady_iteration_time_s;
   if (plan.params.is_object() && plan.params.contains("partition"))
     result.partition = plan.params["partition"].is_string() ? plan.params["partition"].get<std::string>()
                                                             : plan.params["partition"].dump();

@@ -178,10 +178,24 @@ PlacementRule read_placement_rule(const fast_json::Node& node)
   return rule;
 }
 
+InstanceScope read_instance_scope(const fast_json::Node& node)
+{
+  node.only_keys({"instance", "first_step", "last_step"});
+  InstanceScope scope;
+  scope.instance = static_cast<int>(node.at("instance").as_int_in(kMinIndex, kMaxIndex));
+  if (scope.instance < 0)
+    node.at("instance").fail("instance must not be negative");
+  scope.first_step = node.at("first_step").as_int();
+  scope.last_step = node.at("last_step").as_int();
+  return scope;
+}
+
 } // namespace
 
 std::optional<std::string> v2_feature(const Plan& plan)
 {
+  if (!plan.instance_scopes.empty())
+    return std::string("instance_scopes");
   if (!plan.initial_placement.empty())
     return std::string("initial_placement");
   if (!plan.shared_across_instances.empty())
@@ -225,7 +239,8 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
   const fast_json::Node root = document.root();
   root.expect_format("memsim-plan", 1);
   root.only_keys({"format", "version", "trace", "machine", "planner", "params", "budget_bytes", "steps", "estimate",
-                  "extra_ops", "extra_tensors", "notes", "policy", "initial_placement", "shared_across_instances"});
+                  "extra_ops", "extra_tensors", "notes", "policy", "initial_placement", "shared_across_instances",
+                  "instance_scopes"});
   Plan plan;
   plan.trace = root.get_string("trace", "");
   plan.machine = root.get_string("machine", "");
@@ -291,6 +306,11 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
                                        name));
       plan.shared_across_instances.push_back(*kind);
     }
+  }
+  if (root.has("instance_scopes")) {
+    auto scopes = root.at("instance_scopes");
+    for (std::size_t i = 0; i < scopes.size(); ++i)
+      plan.instance_scopes.push_back(read_instance_scope(scopes.item(i)));
   }
   auto steps = root.at("steps");
   reserve_huge(plan.steps, steps.size());
@@ -382,6 +402,13 @@ nlohmann::json plan_to_json(const Plan& plan)
     for (TensorKind kind : plan.shared_across_instances)
       kinds.push_back(to_string(kind));
     document["shared_across_instances"] = std::move(kinds);
+  }
+  if (!plan.instance_scopes.empty()) {
+    json scopes = json::array();
+    for (const InstanceScope& scope : plan.instance_scopes)
+      scopes.push_back(
+          {{"instance", scope.instance}, {"first_step", scope.first_step}, {"last_step", scope.last_step}});
+    document["instance_scopes"] = std::move(scopes);
   }
   document["steps"] = std::move(steps);
   return document;

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -23,6 +25,7 @@ public:
   {
     check_extras();
     check_placement();
+    check_scopes();
     // The residency walk is only needed by merges and host steps (v1 plans skip it: loading stays fast).
     bool walk = false;
     for (const Step& step : plan_.steps)
@@ -84,6 +87,60 @@ private:
       if (rule.tensor && !valid_tensor(*rule.tensor))
         fail(fmt::format("/initial_placement/{}/tensor", i),
              fmt::format("no tensor with id {} in trace '{}'", *rule.tensor, trace_.name));
+    }
+  }
+
+  // Each scope names an instance that has steps and two of its steps in order; scopes of one instance do not
+  // overlap, and every step of a scoped instance lies inside one of its scopes (outside, its tensors are not there).
+  void check_scopes() const
+  {
+    if (plan_.instance_scopes.empty())
+      return;
+    const auto step_count = static_cast<StepId>(plan_.steps.size());
+    std::map<int, std::vector<std::pair<StepId, std::size_t>>> by_instance; // first step, scope index
+    std::set<int> instances;
+    for (const Step& step : plan_.steps)
+      instances.insert(step.instance);
+    for (std::size_t i = 0; i < plan_.instance_scopes.size(); ++i) {
+      const InstanceScope& scope = plan_.instance_scopes[i];
+      auto path = [&](const char* key) { return fmt::format("/instance_scopes/{}/{}", i, key); };
+      if (!instances.count(scope.instance))
+        fail(path("instance"), fmt::format("no step runs instance {}", scope.instance));
+      for (const auto& [key, id] :
+           {std::pair{"first_step", scope.first_step}, std::pair{"last_step", scope.last_step}}) {
+        if (id < 0 || id >= step_count)
+          fail(path(key), fmt::format("step {} does not exist (the plan has steps 0..{})", id, step_count - 1));
+        const int owner = plan_.steps[static_cast<std::size_t>(id)].instance;
+        if (owner != scope.instance)
+          fail(path(key),
+               fmt::format("step {} runs instance {}, not the scope's instance {}", id, owner, scope.instance));
+      }
+      if (scope.last_step < scope.first_step)
+        fail(path("last_step"),
+             fmt::format("the scope ends at step {}, before its first step {}", scope.last_step, scope.first_step));
+      by_instance[scope.instance].emplace_back(scope.first_step, i);
+    }
+    for (auto& [instance, scopes] : by_instance) {
+      std::sort(scopes.begin(), scopes.end());
+      for (std::size_t k = 1; k < scopes.size(); ++k) {
+        const InstanceScope& before = plan_.instance_scopes[scopes[k - 1].second];
+        if (scopes[k].first <= before.last_step)
+          fail(fmt::format("/instance_scopes/{}", scopes[k].second),
+               fmt::format("scope of instance {} (steps {}..{}) overlaps its scope {} (steps {}..{})", instance,
+                           scopes[k].first, plan_.instance_scopes[scopes[k].second].last_step, scopes[k - 1].second,
+                           before.first_step, before.last_step));
+      }
+    }
+    for (const Step& step : plan_.steps) {
+      auto found = by_instance.find(step.instance);
+      if (found == by_instance.end())
+        continue;
+      const bool inside = std::any_of(found->second.begin(), found->second.end(), [&](const auto& entry) {
+        return step.id >= entry.first && step.id <= plan_.instance_scopes[entry.second].last_step;
+      });
+      if (!inside)
+        fail(fmt::format("/steps/{}/instance", step.id),
+             fmt::format("step {} of instance {} lies outside every scope of that instance", step.id, step.instance));
     }
   }
 

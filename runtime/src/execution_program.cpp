@@ -38,6 +38,10 @@ void check_runtime_supports(const Plan& plan, const std::string& source_name)
                      fmt::format("memsim-cuda runs static plans; this one names the online policy '{}': run it with "
                                  "`memsim simulate --realized-plan out.json` and give memsim-cuda the realized plan",
                                  plan.policy->name));
+  if (!plan.instance_scopes.empty())
+    throw InputError(fmt::format("{}: at /instance_scopes", source_name),
+                     "memsim-cuda allocates every instance's tensors at the start: scoped residency "
+                     "(instance_scopes) runs in the simulator only");
   const int gpu = program_device(plan);
   for (const Step& step : plan.steps) {
     if (step.kind == StepKind::send || step.kind == StepKind::recv)

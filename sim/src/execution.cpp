@@ -42,6 +42,15 @@ public:
         successors_[static_cast<std::size_t>(dep)].push_back(step.id);
     }
     records_.resize(step_count);
+    scope_opened_by_.assign(step_count, -1);
+    scope_closed_by_.assign(step_count, -1);
+    for (const InstanceScope& scope : plan_.instance_scopes) {
+      if (scope.first_step < 0 || scope.last_step < 0 || static_cast<std::size_t>(scope.first_step) >= step_count ||
+          static_cast<std::size_t>(scope.last_step) >= step_count)
+        continue; // validate_plan refuses it with its location; an unvalidated plan must not index out of range
+      scope_opened_by_[static_cast<std::size_t>(scope.first_step)] = scope.instance;
+      scope_closed_by_[static_cast<std::size_t>(scope.last_step)] = scope.instance;
+    }
     executed_.assign(step_count, 0);
     workspace_handle_.assign(step_count, 0);
     if (config_.policy)
@@ -186,7 +195,8 @@ private:
 
   bool place_initial_residents()
   {
-    const auto residents = initial_residents(trace_, plan_, ledger_.device_count());
+    auto residents = initial_residents(trace_, plan_, ledger_.device_count());
+    set_aside_scoped_residents(residents);
     for (std::size_t d = 0; d < residents.size(); ++d) {
       const int device = static_cast<int>(d);
       std::uint64_t needed = 0;
@@ -213,6 +223,64 @@ private:
     for (std::size_t d = 0; d < ledger_.device_count(); ++d)
       result_.memory.push_back(MemorySample{static_cast<int>(d), 0.0, ledger_.in_use(static_cast<int>(d))});
     return true;
+  }
+
+  // v2 instance_scopes: a scoped instance's residents leave the t = 0 list for scoped_residents_, which its scopes
+  // allocate and release. Shared kinds stay (one slot for every instance, never scoped).
+  void set_aside_scoped_residents(std::vector<std::vector<ResidentTensor>>& residents)
+  {
+    if (plan_.instance_scopes.empty())
+      return;
+    const std::vector<std::uint8_t> scoped = scoped_instances(plan_);
+    const std::vector<std::uint8_t> shared = shared_tensors(trace_, plan_);
+    scoped_residents_.resize(scoped.size());
+    for (std::size_t d = 0; d < residents.size(); ++d) {
+      auto kept = residents[d].begin();
+      for (const ResidentTensor& resident : residents[d]) {
+        const bool is_shared = !shared.empty() && shared[static_cast<std::size_t>(resident.tensor)];
+        if (scoped[static_cast<std::size_t>(resident.instance)] && !is_shared)
+          scoped_residents_[static_cast<std::size_t>(resident.instance)].emplace_back(static_cast<int>(d),
+                                                                                      resident.tensor);
+        else
+          *kept++ = resident;
+      }
+      residents[d].erase(kept, residents[d].end());
+    }
+  }
+
+  // The scope that `step` opens: its instance's residents are allocated now (an OOM names this step).
+  bool open_scope(const Step& step)
+  {
+    const auto index = static_cast<std::size_t>(step.id);
+    if (index >= scope_opened_by_.size() || scope_opened_by_[index] < 0)
+      return true;
+    for (const auto& [device, tensor] : scoped_residents_[static_cast<std::size_t>(scope_opened_by_[index])])
+      if (!allocate(step, device, tensor))
+        return false;
+    return true;
+  }
+
+  // The scope that step `id` closes: everything its instance still holds on the GPUs is released.
+  void close_scope(StepId id)
+  {
+    const auto index = static_cast<std::size_t>(id);
+    if (index >= scope_closed_by_.size() || scope_closed_by_[index] < 0)
+      return;
+    const int instance = scope_closed_by_[index];
+    const std::vector<std::uint8_t> shared = shared_tensors(trace_, plan_);
+    for (std::size_t d = 0; d < ledger_.device_count(); ++d) {
+      const int device = static_cast<int>(d);
+      bool released = false;
+      for (std::size_t t = 0; t < trace_.tensors.size(); ++t) {
+        const auto tensor = static_cast<TensorId>(t);
+        if ((shared.empty() || !shared[t]) && ledger_.resident(device, instance, tensor)) {
+          ledger_.release(device, instance, tensor, id);
+          released = true;
+        }
+      }
+      if (released)
+        sample(device);
+    }
   }
 
   // v2 initial_placement `host`: the bytes count against host memory from t = 0.
@@ -291,6 +359,8 @@ private:
       finish(id); // a free of a tensor the policy already moved out: nothing left to do
       return;
     }
+    if (!open_scope(step))
+      return;
     std::optional<Work> work;
     switch (step.kind) {
     case StepKind::compute:
@@ -521,6 +591,7 @@ private:
       arriving_.erase({*step.peer, step.instance, *step.tensor});
     executed_[static_cast<std::size_t>(id)] = 1;
     ++executed_count_;
+    close_scope(id);
     if (result_.error)
       return; // draining work in flight: nothing new starts
     if (policy_)
@@ -580,6 +651,9 @@ private:
   std::vector<StepRecord> records_;
   std::vector<std::uint8_t> executed_;
   std::vector<std::uint64_t> workspace_handle_;
+  std::vector<int> scope_opened_by_; // per plan step: the instance whose scope it opens, or -1
+  std::vector<int> scope_closed_by_; // per plan step: the instance whose scope it closes, or -1
+  std::vector<std::vector<std::pair<int, TensorId>>> scoped_residents_; // per instance: (device, tensor)
   std::size_t executed_count_ = 0;
   std::uint64_t swapped_bytes_ = 0;
   std::set<std::tuple<int, int, TensorId>> dropped_with_host_copy_; // (GPU, instance, tensor) freed, host copy kept

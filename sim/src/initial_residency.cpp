@@ -25,6 +25,15 @@ std::vector<std::uint8_t> shared_tensors(const Trace& trace, const Plan& plan)
   return shared;
 }
 
+std::vector<std::uint8_t> scoped_instances(const Plan& plan)
+{
+  std::vector<std::uint8_t> scoped(plan_instance_count(plan), 0);
+  for (const InstanceScope& scope : plan.instance_scopes)
+    if (scope.instance >= 0 && static_cast<std::size_t>(scope.instance) < scoped.size())
+      scoped[static_cast<std::size_t>(scope.instance)] = 1;
+  return scoped;
+}
+
 namespace {
 
 // Where (instance, tensor) lives at t = 0. A rule naming the tensor beats one naming its kind; among rules of the
@@ -84,6 +93,7 @@ std::vector<std::vector<ResidentTensor>> initial_residents(const Trace& trace, c
   const std::vector<std::uint8_t> shared = shared_tensors(trace, plan);
   auto is_shared = [&](TensorId id) { return !shared.empty() && shared[static_cast<std::size_t>(id)]; };
   const std::size_t instances = plan_instance_count(plan);
+  const std::vector<std::uint8_t> scoped = scoped_instances(plan);
   const std::size_t tensors = trace.tensors.size();
   // Per (instance, tensor): bit d set when a step of that instance on device d references it (instance 0 for a
   // shared tensor: every instance's references count).
@@ -126,9 +136,12 @@ std::vector<std::vector<ResidentTensor>> initial_residents(const Trace& trace, c
       const int lowest = shared_here ? lowest_overall : lowest_device[instance];
       if (lowest < 0 || !placement.on_device(static_cast<int>(instance), id))
         continue; // no step runs this instance, or the tensor does not start on a GPU
+      // A scoped instance holds only what its steps reference (its scope allocates them; sim/README.md).
+      const bool only_referenced = scoped[instance] && !shared_here;
       auto found = referenced.find({static_cast<int>(instance), id});
       for (std::size_t d = 0; d < device_count; ++d) {
-        const bool here = found != referenced.end() ? found->second[d] != 0 : static_cast<int>(d) == lowest;
+        const bool here =
+            found != referenced.end() ? found->second[d] != 0 : !only_referenced && static_cast<int>(d) == lowest;
         if (here)
           residents[d].push_back(ResidentTensor{static_cast<int>(instance), id});
       }

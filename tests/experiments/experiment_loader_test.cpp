@@ -4,6 +4,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/experiments/experiment.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -365,6 +366,41 @@ TEST_F(LoaderTest, ModelsSweepFusesEachWorkload)
   EXPECT_THAT(csv_row(cells[1], result, false, false, true), ::testing::EndsWith(",chain,3,3,0.25,0.5,1.5,1"));
   EXPECT_EQ(error_of(head() + workloads + "sweep: {models: [0]}\n"),
             file() + ":8:18: sweep.models[0]: a number of models must be between 1 and 2147483647, found 0");
+}
+
+// A planner that fuses the models itself (hfta declares `models`) gets the single model with models = N; keep-all
+// gets the N-model fused trace. With room for two models: at N = 2 both are the same fused array; at N = 5 keep-all
+// does not fit and hfta trains 2+2+1, taking 2 T(2) + T(1), and every model's batch counts in samples_per_s.
+TEST_F(LoaderTest, ModelsSweepGivesHftaTheSingleModel)
+{
+  const std::uint64_t single_peak = load(head() + "planners: [keep-all]\n").workloads[0].default_peak_bytes;
+  const std::uint64_t budget = 2 * single_peak + single_peak / 2;
+  Experiment experiment = load(head() + "planners: [keep-all, hfta]\nengine: fast\n" +
+                               fmt::format("sweep: {{models: [1, 2, 5], budget: [{}]}}\n", budget));
+  materialize_workloads(experiment, scratch_.path() / "out");
+  const std::vector<Cell> cells = expand_cells(experiment);
+  ASSERT_EQ(cells.size(), 6u); // k1, k2, k5 x keep-all, hfta
+  EXPECT_TRUE(cells[4].single_model_hash.empty());
+  EXPECT_EQ(cells[5].params["models"], 5);
+  EXPECT_EQ(cells[5].single_model_file.filename(), "chain-k1.trace.json");
+  const Cell back = cell_from_json(cell_to_json(cells[5]), "cell.json");
+  EXPECT_EQ(back.single_model_hash, cells[5].single_model_hash);
+  std::vector<CellResult> results;
+  for (const Cell& cell : cells)
+    results.push_back(run_cell(cell));
+  for (std::size_t i : {0u, 1u, 2u, 3u, 5u})
+    ASSERT_TRUE(results[i].feasible) << describe_cell(cells[i]) << ": " << results[i].reason;
+  EXPECT_FALSE(results[4].feasible); // keep-all of 5 fused models
+  EXPECT_EQ(results[3].partition, "2");
+  EXPECT_EQ(results[5].partition, "2+2+1");
+  const double t1 = results[0].metrics.iteration_time_s;
+  const double t2 = results[2].metrics.iteration_time_s;
+  EXPECT_NEAR(results[3].metrics.iteration_time_s, t2, 1e-12);
+  EXPECT_NEAR(results[5].metrics.iteration_time_s, 2 * t2 + t1, 1e-12);
+  EXPECT_EQ(results[3].metrics.peak_device_bytes, results[2].metrics.peak_device_bytes);
+  EXPECT_EQ(results[5].metrics.peak_device_bytes, results[2].metrics.peak_device_bytes);
+  ASSERT_TRUE(results[5].metrics.samples_per_s && results[0].metrics.samples_per_s);
+  EXPECT_NEAR(*results[5].metrics.samples_per_s, 5 * *results[0].metrics.samples_per_s * t1 / (2 * t2 + t1), 1e-6);
 }
 
 TEST_F(LoaderTest, BatchSweepErrorsAreLocated)

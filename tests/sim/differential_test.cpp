@@ -29,6 +29,8 @@ std::set<std::string> v2_features_used(const Plan& plan)
     used.insert("initial_placement");
   if (!plan.shared_across_instances.empty())
     used.insert("shared");
+  if (!plan.instance_scopes.empty())
+    used.insert("instance_scopes");
   for (const Step& step : plan.steps) {
     if (step.kind == StepKind::split)
       used.insert("split");
@@ -54,6 +56,7 @@ TEST(Differential, RandomPlansAgreeOnBothEngines)
     shape.single_device = seed % 4 == 0;
     shape.single_stream = seed % 8 == 0;
     shape.v2 = seed % 2 == 1; // half the cases use the v2 plan additions
+    shape.scopes = true;
     const test::RandomCase c = random_case(seed, shape);
     const std::set<std::string> features = v2_features_used(c.plan);
     for (AllocatorKind allocator : {AllocatorKind::bytes, AllocatorKind::pool}) {
@@ -87,7 +90,8 @@ TEST(Differential, RandomPlansAgreeOnBothEngines)
   for (const auto& [feature, count] : v2_feasible)
     v2_summary += fmt::format(" {} {}/{}", feature, count, count + v2_failed[feature]);
   std::printf("v2 additions (feasible runs / runs):%s\n", v2_summary.c_str());
-  for (const char* feature : {"split", "host compute", "collective", "initial_placement", "iterations"})
+  for (const char* feature :
+       {"split", "host compute", "collective", "initial_placement", "iterations", "instance_scopes"})
     EXPECT_GT(v2_feasible[feature], 0) << feature;
   // The generator must exercise feasible plans and the failures (not all kinds appear in a small subset).
   EXPECT_GT(outcomes["feasible"], 0);

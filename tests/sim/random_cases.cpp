@@ -601,6 +601,17 @@ RandomCase random_case(std::uint64_t seed, const PlanShape& shape)
     c.machine.host.memory = 2 * kMB;
     c.notes += "host memory 2 MB; ";
   }
+  if (shape.scopes && chance(rng, 0.5)) {
+    std::map<int, std::pair<StepId, StepId>> span; // instance -> (first step, last step)
+    for (const Step& step : c.plan.steps) {
+      auto [found, added] = span.emplace(step.instance, std::pair{step.id, step.id});
+      if (!added)
+        found->second.second = step.id;
+    }
+    for (const auto& [instance, steps] : span)
+      c.plan.instance_scopes.push_back(InstanceScope{instance, steps.first, steps.second});
+    c.notes += fmt::format("{} instance scopes; ", span.size());
+  }
   return c;
 }
 

@@ -33,6 +33,9 @@ struct PlanShape {
   // v2 additions: split/merge views, host compute, ring collectives, initial_placement, shared weights and
   // gradients, several iterations (both differential tests use them; single_device plans get no collectives).
   bool v2 = false;
+  // instance_scopes: half the cases get one scope per instance, from its first to its last step (memsim-cuda refuses
+  // scopes, so only the simulator's differential test asks for them).
+  bool scopes = false;
 };
 Plan random_plan(const Trace& trace, const Machine& machine, std::mt19937_64& rng, const PlanShape& shape,
                  std::string& notes);

@@ -33,6 +33,11 @@ struct Workload {
   // Set by a `sweep.models` axis: `models` copies of workload `base` fused horizontally (fuse_trace, efficiency model),
   // named "<base>-k<models>" (after the batch suffix when both axes are swept).
   std::optional<std::int64_t> models;
+  // With `models`: the single model (fuse_trace at k = 1), named "<base>-k1", for planners that fuse it themselves
+  // (those declaring a `models` parameter: hfta); written next to the fused trace by materialize_workloads.
+  std::string single_model_name;
+  std::optional<Trace> single_model;
+  std::filesystem::path single_model_file;
 };
 
 struct PlannerChoice {
@@ -102,6 +107,10 @@ struct Cell {
   std::string base_workload;                // with `batch` or `models`: set by those axes (Workload::base)
   std::optional<std::int64_t> batch;
   std::optional<std::int64_t> models;
+  // A models cell whose planner declares a `models` parameter plans and simulates the single model (its params get
+  // models = N); the fused trace still gives ideal_time_s and excess_peak_ratio.
+  std::filesystem::path single_model_file;
+  std::string single_model_hash;
   EngineKind engine = EngineKind::simgrid;
   AllocatorKind allocator = AllocatorKind::bytes;
 };

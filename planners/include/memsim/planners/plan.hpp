@@ -73,6 +73,16 @@ struct PlacementRule {
   std::optional<int> instance;
 };
 
+// v2 `instance_scopes`: the GPU lifetime of one instance (sim/README.md, "Scoped residency"). The instance's
+// initially resident tensors that its steps reference are allocated when step `first_step` starts (an OOM there
+// names that step) and everything the instance still holds on the GPUs is released when step `last_step` ends.
+// Instances without a scope keep the t = 0 rule. Kinds shared_across_instances are never scoped.
+struct InstanceScope {
+  int instance = 0;
+  StepId first_step = 0;
+  StepId last_step = 0;
+};
+
 struct PlanEstimate {
   std::optional<double> iteration_time_s;
   std::optional<std::uint64_t> peak_bytes;
@@ -101,6 +111,7 @@ struct Plan {
   // v2, optional (empty: v1 behaviour).
   std::vector<PlacementRule> initial_placement;
   std::vector<TensorKind> shared_across_instances; // of weight, weight_grad, optimizer_state
+  std::vector<InstanceScope> instance_scopes;
 };
 
 // The first v2 feature a plan uses, named for executors that do not support them; nullopt for a
@@ -122,7 +133,7 @@ void validate_plan(const Plan& plan, const Trace& trace, int device_count, const
 
 // The v2 checks of validate_plan (plan_checks.cpp): parts that add up, merges of parts no earlier step makes
 // resident, collective groups, host steps reading tensors that never reach the host, placement rules, extra ops'
-// and tensors' derivations and shapes.
+// and tensors' derivations and shapes, instance scopes.
 void validate_v2_additions(const Plan& plan, const Trace& trace, int device_count, const std::string& source_name);
 
 // The trace with the plan's extra ops/tensors appended (what executors actually run).

@@ -89,6 +89,10 @@ std::vector<std::vector<ResidentTensor>> initial_residents(const Trace& trace, c
 // v2: the (instance, tensor) pairs an initial_placement rule puts on the host at t = 0: one per instance that has
 // steps (once for a shared kind), in (instance, tensor) order.
 std::vector<ResidentTensor> initial_host_residents(const Trace& trace, const Plan& plan);
+// v2 instance_scopes: per instance, 1 when the plan gives it a scope. initial_residents lists a scoped instance's
+// tensors (only those its steps reference; shared kinds excepted) like the others; the execution allocates them
+// when the scope's first step starts instead of at t = 0.
+std::vector<std::uint8_t> scoped_instances(const Plan& plan);
 // Per tensor, 1 when its kind is shared_across_instances in this plan (LedgerConfig::shared_tensor).
 std::vector<std::uint8_t> shared_tensors(const Trace& trace, const Plan& plan);
 
