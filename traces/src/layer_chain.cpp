@@ -111,23 +111,30 @@ Trace layer_chain_trace(const LayerProfile& profile, int microbatch)
   const auto output = [&](std::size_t l) { return l + 1 < R ? x[l + 1] : loss; };
   const auto output_gradient = [&](std::size_t l) { return l + 1 < R ? dx[l + 1] : std::optional<TensorId>{}; };
 
+  // The saved activations of layer l: the rest of its backward peak once X, W, Y, dY, dX and dW are counted. The
+  // forward writes them; a plan frees them at once without autograd (FWD task) and keeps them from a recompute to
+  // the backward, so a backward pack holds every layer's peak at once, as Harmony's pack memory assumes.
+  std::vector<std::optional<TensorId>> saved(R);
   for (std::size_t l = 0; l < R; ++l) {
-    const int layer = static_cast<int>(l);
+    const std::uint64_t resident = build.bytes(present({x[l], w[l], output(l), output_gradient(l), dx[l], dw[l]}));
+    const std::uint64_t bytes = workspace(profile.peak_bytes(LayerPass::backward, u, l), resident);
+    if (bytes > 0)
+      saved[l] = build.tensor(fmt::format("s.{}", l), bytes, TensorKind::activation);
+  }
+  for (std::size_t l = 0; l < R; ++l) {
     const std::vector<TensorId> inputs = present({x[l], w[l]});
-    Op& op = build.op(fmt::format("fwd.{}", l), Phase::forward, layer, inputs, {output(l)},
+    const std::vector<TensorId> outputs = present({output(l), saved[l]});
+    Op& op = build.op(fmt::format("fwd.{}", l), Phase::forward, static_cast<int>(l), inputs, outputs,
                       profile.time_s(LayerPass::forward, u, l));
     op.workspace_bytes =
-        workspace(profile.peak_bytes(LayerPass::forward, u, l), build.bytes(inputs) + build.bytes({output(l)}));
+        workspace(profile.peak_bytes(LayerPass::forward, u, l), build.bytes(inputs) + build.bytes(outputs));
   }
   for (std::size_t back = 0; back < R; ++back) {
     const std::size_t l = R - 1 - back;
-    const std::vector<TensorId> inputs = present({x[l], w[l], output(l), output_gradient(l)});
+    const std::vector<TensorId> inputs = present({x[l], w[l], output(l), saved[l], output_gradient(l)});
     const std::vector<TensorId> outputs = present({dx[l], dw[l]});
     const double time = profile.time_s(LayerPass::backward, u, l) - profile.time_s(LayerPass::forward, u, l);
-    Op& op =
-        build.op(fmt::format("bwd.{}", l), Phase::backward, static_cast<int>(l), inputs, outputs, std::max(0.0, time));
-    op.workspace_bytes =
-        workspace(profile.peak_bytes(LayerPass::backward, u, l), build.bytes(inputs) + build.bytes(outputs));
+    build.op(fmt::format("bwd.{}", l), Phase::backward, static_cast<int>(l), inputs, outputs, std::max(0.0, time));
   }
   for (std::size_t l = 0; l < R; ++l) {
     if (!dw[l])
@@ -175,6 +182,7 @@ LayerChainIds layer_chain_ids(const Trace& trace, const std::string& source)
     ids.k.push_back(find(tensors, fmt::format("k.{}", l)));
     ids.dx.push_back(l > 0 ? find(tensors, fmt::format("dx.{}", l)) : std::nullopt);
     ids.update.push_back(find(ops, fmt::format("upd.{}", l)));
+    ids.saved.push_back(find(tensors, fmt::format("s.{}", l)));
   }
   const auto loss = find(tensors, "loss");
   if (ids.x.empty() || !loss)

@@ -155,6 +155,8 @@ private:
         if (i == 0)
           deps.insert(deps.end(), weights.begin(), weights.end());
         compute = build_.compute(chain_.forward[l], deps, device, instance);
+        if (chain_.saved[l]) // no autograd in a FWD task
+          build_.free(*chain_.saved[l], {compute}, "compute", device, instance);
         const bool stashed =
             std::any_of(task.stashes.begin(), task.stashes.end(), [&](const auto& stash) { return stash.first == l; });
         // Stashed even when the host holds a copy (the data, a swapped-in input), as Harmony's FWD task does.
@@ -217,6 +219,8 @@ private:
       for (std::size_t l = pack.last + 1; l-- > pack.first;) {
         compute = build_.compute(chain_.backward[l], {compute}, device, instance);
         build_.free(chain_.output(l), {compute}, "compute", device, instance);
+        if (chain_.saved[l])
+          build_.free(*chain_.saved[l], {compute}, "compute", device, instance);
         if (l + 1 < chain_.layers())
           build_.free(*chain_.dx[l + 1], {compute}, "compute", device, instance);
       }
