@@ -133,6 +133,11 @@ TEST(HarmonyLayerChain, TheTraceReadsBackAsItsProfile)
   for (std::size_t l = 0; l < 4; ++l) {
     EXPECT_DOUBLE_EQ(back.time_s(LayerPass::forward, kMicrobatch, l), 0.010);
     EXPECT_DOUBLE_EQ(back.time_s(LayerPass::backward, kMicrobatch, l), 0.030);
+    EXPECT_EQ(back.peak_bytes(LayerPass::forward, kMicrobatch, l),
+              profile.peak_bytes(LayerPass::forward, kMicrobatch, l));
+    // The saved activations s.l make up the backward peak exactly.
+    EXPECT_EQ(back.peak_bytes(LayerPass::backward, kMicrobatch, l),
+              profile.peak_bytes(LayerPass::backward, kMicrobatch, l));
     EXPECT_EQ(back.input_bytes(kMicrobatch, l), kMicrobatch * kSample);
     EXPECT_EQ(back.layers[l].weight_bytes, profile.layers[l].weight_bytes);
     EXPECT_EQ(back.layers[l].optimizer_state_bytes, profile.layers[l].optimizer_state_bytes);

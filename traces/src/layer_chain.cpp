@@ -111,9 +111,9 @@ Trace layer_chain_trace(const LayerProfile& profile, int microbatch)
   const auto output = [&](std::size_t l) { return l + 1 < R ? x[l + 1] : loss; };
   const auto output_gradient = [&](std::size_t l) { return l + 1 < R ? dx[l + 1] : std::optional<TensorId>{}; };
 
-  // The saved activations of layer l: the rest of its backward peak once X, W, Y, dY, dX and dW are counted. The
-  // forward writes them; a plan frees them at once without autograd (FWD task) and keeps them from a recompute to
-  // the backward, so a backward pack holds every layer's peak at once, as Harmony's pack memory assumes.
+  // The activations autograd saves in layer l: the rest of its backward peak once X, W, Y, dY, dX and dW are
+  // counted. A zero-time op of the backward (save.l) makes them, so the forward alone (Harmony's FWD task) does not
+  // hold them, and a backward pack holds every layer's peak at once, as Harmony's pack memory assumes.
   std::vector<std::optional<TensorId>> saved(R);
   for (std::size_t l = 0; l < R; ++l) {
     const std::uint64_t resident = build.bytes(present({x[l], w[l], output(l), output_gradient(l), dx[l], dw[l]}));
@@ -123,7 +123,7 @@ Trace layer_chain_trace(const LayerProfile& profile, int microbatch)
   }
   for (std::size_t l = 0; l < R; ++l) {
     const std::vector<TensorId> inputs = present({x[l], w[l]});
-    const std::vector<TensorId> outputs = present({output(l), saved[l]});
+    const std::vector<TensorId> outputs{output(l)};
     Op& op = build.op(fmt::format("fwd.{}", l), Phase::forward, static_cast<int>(l), inputs, outputs,
                       profile.time_s(LayerPass::forward, u, l));
     op.workspace_bytes =
@@ -134,6 +134,8 @@ Trace layer_chain_trace(const LayerProfile& profile, int microbatch)
     const std::vector<TensorId> inputs = present({x[l], w[l], output(l), saved[l], output_gradient(l)});
     const std::vector<TensorId> outputs = present({dx[l], dw[l]});
     const double time = profile.time_s(LayerPass::backward, u, l) - profile.time_s(LayerPass::forward, u, l);
+    if (saved[l])
+      build.op(fmt::format("save.{}", l), Phase::backward, static_cast<int>(l), present({x[l], w[l]}), {*saved[l]}, 0);
     build.op(fmt::format("bwd.{}", l), Phase::backward, static_cast<int>(l), inputs, outputs, std::max(0.0, time));
   }
   for (std::size_t l = 0; l < R; ++l) {
@@ -183,6 +185,9 @@ LayerChainIds layer_chain_ids(const Trace& trace, const std::string& source)
     ids.dx.push_back(l > 0 ? find(tensors, fmt::format("dx.{}", l)) : std::nullopt);
     ids.update.push_back(find(ops, fmt::format("upd.{}", l)));
     ids.saved.push_back(find(tensors, fmt::format("s.{}", l)));
+    ids.save.push_back(find(ops, fmt::format("save.{}", l)));
+    if (ids.saved.back().has_value() != ids.save.back().has_value())
+      throw InputError(source, fmt::format("not a layer-chain trace: s.{} and save.{} come together", l, l));
   }
   const auto loss = find(tensors, "loss");
   if (ids.x.empty() || !loss)

@@ -155,8 +155,6 @@ private:
         if (i == 0)
           deps.insert(deps.end(), weights.begin(), weights.end());
         compute = build_.compute(chain_.forward[l], deps, device, instance);
-        if (chain_.saved[l]) // no autograd in a FWD task
-          build_.free(*chain_.saved[l], {compute}, "compute", device, instance);
         const bool stashed =
             std::any_of(task.stashes.begin(), task.stashes.end(), [&](const auto& stash) { return stash.first == l; });
         // Stashed even when the host holds a copy (the data, a swapped-in input), as Harmony's FWD task does.
@@ -214,6 +212,8 @@ private:
       for (std::size_t l = pack.first; l <= pack.last; ++l) {
         compute = task.has_criterion ? build_.compute(chain_.forward[l], deps, device, instance)
                                      : build_.recompute(chain_.forward[l], deps, device, instance);
+        if (chain_.save[l]) // the activations autograd keeps for the backward
+          compute = build_.compute(*chain_.save[l], {compute}, device, instance);
         deps = {compute};
       }
       for (std::size_t l = pack.last + 1; l-- > pack.first;) {
