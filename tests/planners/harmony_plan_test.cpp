@@ -1,4 +1,4 @@
-// harmony-pp and harmony-dp: the plans they emit over a layer-chain trace of a uniform hand-made profile simulate
+// harmony-pp, harmony-dp and dp-swap: the plans they emit over a layer-chain trace of a uniform hand-made profile simulate
 // feasible on both engines with the same times, move exactly the weight bytes spec §1.8 derives for the implemented
 // schedules, never deadlock under the wrap-around binding, and are deterministic.
 #include "simulate_in_child.hpp"
@@ -248,6 +248,38 @@ TEST(HarmonyPlan, SwitchesAndSearch)
   EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, other_u), InputError);
 }
 
+// DP Swap, N = 2, D = 8: m = 2 microbatches per GPU. Per GPU W in twice per microbatch (forward, backward), dW in
+// from the second microbatch and out after each, then W in, dW in and W out for the update: (4m + 2)|W| per GPU,
+// with and without recompute (which only changes the activations' traffic).
+TEST(DpSwapPlan, MovesFourMPlusTwoWeightsPerGpu)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const std::uint64_t W = total_weight(profile);
+  const int m = 2;
+  std::uint64_t saved_out[2] = {0, 0};
+  for (bool recompute : {false, true}) {
+    const Plan plan = harmony_plan("dp-swap", trace, machine, {{"minibatch", 8}, {"recompute", recompute}});
+    const Runs runs = simulate_both(trace, machine, plan);
+    report(recompute ? "dp-swap (R) N=2 R=4 D=8" : "dp-swap N=2 R=4 D=8", plan, runs);
+    for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+      for (int gpu = 0; gpu < 2; ++gpu) {
+        const auto g = static_cast<std::size_t>(gpu);
+        const std::uint64_t moved = bytes_per_device(*run, StepKind::prefetch, "w.", 2)[g] +
+                                    bytes_per_device(*run, StepKind::offload, "w.", 2)[g] +
+                                    bytes_per_device(*run, StepKind::prefetch, "dw.", 2)[g] +
+                                    bytes_per_device(*run, StepKind::offload, "dw.", 2)[g];
+        EXPECT_EQ(moved, (4 * m + 2) * W) << "recompute " << recompute << ", GPU " << gpu;
+      }
+    }
+    saved_out[recompute ? 1 : 0] = sum(bytes_per_device(runs.fast, StepKind::offload, "s.", 2));
+    EXPECT_EQ(runs.fast.metrics.recomputed_bytes > 0, recompute);
+  }
+  EXPECT_GT(saved_out[0], 0u);
+  EXPECT_EQ(saved_out[1], 0u);
+}
+
 TEST(HarmonyPlan, Deterministic)
 {
   const Trace trace = layer_chain_trace(uniform_profile(4), kMicrobatch);
@@ -256,6 +288,9 @@ TEST(HarmonyPlan, Deterministic)
   for (const char* planner : {"harmony-pp", "harmony-dp"})
     EXPECT_EQ(plan_to_json(harmony_plan(planner, trace, machine, params)).dump(),
               plan_to_json(harmony_plan(planner, trace, machine, params)).dump());
+  const nlohmann::json swap = {{"minibatch", 8}, {"recompute", true}};
+  EXPECT_EQ(plan_to_json(harmony_plan("dp-swap", trace, machine, swap)).dump(),
+            plan_to_json(harmony_plan("dp-swap", trace, machine, swap)).dump());
 }
 
 } // namespace
