@@ -1,6 +1,6 @@
-// harmony-pp, harmony-dp and dp-swap: the plans they emit over a layer-chain trace of a uniform hand-made profile simulate
-// feasible on both engines with the same times, move exactly the weight bytes spec §1.8 derives for the implemented
-// schedules, never deadlock under the wrap-around binding, and are deterministic.
+// harmony-pp, harmony-dp and dp-swap: the plans they emit over a layer-chain trace of a uniform hand-made profile
+// simulate feasible on both engines with the same times, move exactly the weight bytes spec §1.8 derives for the
+// implemented schedules, never deadlock under the wrap-around binding, and are deterministic.
 #include "simulate_in_child.hpp"
 
 #include "memsim/common/error.hpp"

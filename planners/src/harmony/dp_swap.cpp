@@ -59,12 +59,20 @@ private:
     return step;
   }
 
+  // A free that a later load of the same tensor on the GPU waits for (no double allocation).
+  StepId release(TensorId tensor, Deps deps, const std::string& stream, int gpu, int instance = 0)
+  {
+    const StepId step = build_.free(tensor, std::move(deps), stream, gpu, instance);
+    freed_[{tensor, instance, gpu}] = step;
+    return step;
+  }
+
   // Swapped out, then dropped from the GPU.
   void swap_out(TensorId tensor, Deps after, int gpu, int instance)
   {
     const StepId offload = build_.offload(tensor, std::move(after), gpu, instance);
     host_[{tensor, instance, gpu}] = offload;
-    build_.free(tensor, {offload}, "d2h", gpu, instance);
+    release(tensor, {offload}, "d2h", gpu, instance);
   }
 
   StepId swap_in(TensorId tensor, int gpu, int instance)
@@ -72,6 +80,8 @@ private:
     Deps deps = lookahead(gpu);
     if (const auto copy = host_.find({tensor, instance, gpu}); copy != host_.end())
       deps.push_back(copy->second);
+    if (const auto free = freed_.find({tensor, instance, gpu}); free != freed_.end())
+      deps.push_back(free->second);
     return build_.prefetch(tensor, deps, gpu, instance);
   }
 
@@ -83,25 +93,26 @@ private:
       if (chain_.w[l])
         deps.push_back(swap_in(*chain_.w[l], gpu, 0));
       const StepId made = compute(chain_.forward[l], deps, gpu, instance);
-      if (chain_.w[l])
-        build_.free(*chain_.w[l], {made}, "compute", gpu);
-      if (chain_.save[l]) {
-        const StepId saved = compute(*chain_.save[l], {made}, gpu, instance);
+      StepId last = made;
+      if (chain_.save[l]) { // reads x.l and w.l as the forward does
+        last = compute(*chain_.save[l], {made}, gpu, instance);
         if (recompute_)
-          build_.free(*chain_.saved[l], {saved}, "compute", gpu, instance);
+          release(*chain_.saved[l], {last}, "compute", gpu, instance);
         else
-          swap_out(*chain_.saved[l], {saved}, gpu, instance);
+          swap_out(*chain_.saved[l], {last}, gpu, instance);
       }
+      if (chain_.w[l])
+        release(*chain_.w[l], {last}, "compute", gpu);
       // The layer's input is needed by its backward: swapped out once (the data is already on the host).
       if (l == 0)
-        build_.free(chain_.x[0], {made}, "compute", gpu, instance);
+        release(chain_.x[0], {last}, "compute", gpu, instance);
       else
-        swap_out(chain_.x[l], {made}, gpu, instance);
+        swap_out(chain_.x[l], {last}, gpu, instance);
       input = made;
     }
     const TensorId loss = chain_.output(chain_.layers() - 1);
     if (recompute_)
-      build_.free(loss, {input}, "compute", gpu, instance);
+      release(loss, {input}, "compute", gpu, instance);
     else
       swap_out(loss, {input}, gpu, instance);
   }
@@ -131,13 +142,13 @@ private:
       }
       gradient = compute(chain_.backward[l], deps, gpu, instance);
       for (TensorId done : {chain_.x[l], chain_.output(l)})
-        build_.free(done, {gradient}, "compute", gpu, instance);
+        release(done, {gradient}, "compute", gpu, instance);
       if (chain_.saved[l])
-        build_.free(*chain_.saved[l], {gradient}, "compute", gpu, instance);
+        release(*chain_.saved[l], {gradient}, "compute", gpu, instance);
       if (l + 1 < chain_.layers())
-        build_.free(*chain_.dx[l + 1], {gradient}, "compute", gpu, instance);
+        release(*chain_.dx[l + 1], {gradient}, "compute", gpu, instance);
       if (chain_.w[l])
-        build_.free(*chain_.w[l], {gradient}, "compute", gpu);
+        release(*chain_.w[l], {gradient}, "compute", gpu);
       if (chain_.dw[l])
         swap_out(*chain_.dw[l], {gradient}, gpu, 0);
     }
@@ -173,7 +184,7 @@ private:
         swap_out(*chain_.w[l], {stepped}, gpu, 0);
         if (chain_.k[l])
           swap_out(*chain_.k[l], {stepped}, gpu, 0);
-        build_.free(*chain_.dw[l], {stepped}, "compute", gpu);
+        release(*chain_.dw[l], {stepped}, "compute", gpu);
       }
     }
   }
@@ -186,6 +197,7 @@ private:
   std::vector<std::vector<StepId>> computes_;
   // (tensor, instance, GPU) -> the offload that made its host copy (each GPU waits for its own).
   std::map<std::tuple<TensorId, int, int>, StepId> host_;
+  std::map<std::tuple<TensorId, int, int>, StepId> freed_; // the last free of (tensor, instance, GPU)
 };
 
 Plan plan_dp_swap(const Trace& trace, const Machine& machine, const PlanRequest&, const DpSwapOptions& options)
@@ -206,8 +218,8 @@ Plan plan_dp_swap(const Trace& trace, const Machine& machine, const PlanRequest&
   plan.shared_across_instances = {TensorKind::weight, TensorKind::weight_grad, TensorKind::optimizer_state};
   const int microbatches = options.minibatch / (gpus * u);
   DpSwapEmitter(chain, gpus, microbatches, options.recompute, plan).run();
-  plan.params["configuration"] = {{"gpus", gpus}, {"minibatch", options.minibatch}, {"microbatch", u},
-                                  {"microbatches_per_gpu", microbatches}};
+  plan.params["configuration"] = {
+      {"gpus", gpus}, {"minibatch", options.minibatch}, {"microbatch", u}, {"microbatches_per_gpu", microbatches}};
   return plan;
 }
 
