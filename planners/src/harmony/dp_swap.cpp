@@ -29,7 +29,7 @@ class DpSwapEmitter {
 public:
   DpSwapEmitter(const LayerChainIds& chain, int gpus, int microbatches, bool recompute, Plan& plan)
       : chain_(chain), gpus_(gpus), microbatches_(microbatches), recompute_(recompute), build_(plan),
-        computes_(static_cast<std::size_t>(gpus))
+        computes_(static_cast<std::size_t>(gpus)), swapped_out_(static_cast<std::size_t>(gpus))
   {
   }
 
@@ -51,8 +51,13 @@ private:
     return done.size() >= 2 ? Deps{done[done.size() - 2]} : Deps{};
   }
 
+  // Computes also wait for the swap-out before the previous one to finish (LMS stalls when memory runs out; a
+  // static plan bounds what is in flight instead).
   StepId compute(OpId op, Deps deps, int gpu, int instance, bool again = false)
   {
+    const std::vector<StepId>& out = swapped_out_[static_cast<std::size_t>(gpu)];
+    if (out.size() >= 2)
+      deps.push_back(out[out.size() - 2]);
     const StepId step = again ? build_.recompute(op, std::move(deps), gpu, instance)
                               : build_.compute(op, std::move(deps), gpu, instance);
     computes_[static_cast<std::size_t>(gpu)].push_back(step);
@@ -72,7 +77,7 @@ private:
   {
     const StepId offload = build_.offload(tensor, std::move(after), gpu, instance);
     host_[{tensor, instance, gpu}] = offload;
-    release(tensor, {offload}, "d2h", gpu, instance);
+    swapped_out_[static_cast<std::size_t>(gpu)].push_back(release(tensor, {offload}, "d2h", gpu, instance));
   }
 
   StepId swap_in(TensorId tensor, int gpu, int instance)
@@ -195,6 +200,7 @@ private:
   bool recompute_;
   PlanBuilder build_;
   std::vector<std::vector<StepId>> computes_;
+  std::vector<std::vector<StepId>> swapped_out_; // per GPU, the frees that end its swap-outs
   // (tensor, instance, GPU) -> the offload that made its host copy (each GPU waits for its own).
   std::map<std::tuple<TensorId, int, int>, StepId> host_;
   std::map<std::tuple<TensorId, int, int>, StepId> freed_; // the last free of (tensor, instance, GPU)
