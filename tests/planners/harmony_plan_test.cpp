@@ -240,9 +240,16 @@ TEST(HarmonyPlan, SwitchesAndSearch)
   EXPECT_EQ(found.params["configuration"]["u_fwd"], kMicrobatch);
   EXPECT_FALSE(simulate_both(trace, machine, found).fast.error);
 
-  nlohmann::json grouped = base;
-  grouped["group"] = false;
-  EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, grouped), InputError);
+  // Without grouping W comes in once per microbatch (4 of them); dW still goes out once.
+  nlohmann::json ungrouped = base;
+  ungrouped["group"] = false;
+  const Runs reloaded = simulate_both(trace, machine, harmony_plan("harmony-pp", trace, machine, ungrouped));
+  EXPECT_EQ(sum(bytes_per_device(reloaded.fast, StepKind::prefetch, "w.", 2)),
+            4 * (2 * total_weight(profile) - total_weight(profile, 2)));
+  EXPECT_EQ(sum(bytes_per_device(reloaded.fast, StepKind::offload, "dw.", 2)), total_weight(profile));
+  nlohmann::json gpu_update = base;
+  gpu_update["optimizer_offload"] = false;
+  EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, gpu_update), InputError);
   nlohmann::json other_u = base;
   other_u["u_fwd"] = 4;
   EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, other_u), InputError);

@@ -52,7 +52,6 @@ int resolved_u(int asked, int trace_u, const char* option)
 Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest& request, const HarmonyOptions& options,
                   Mode mode)
 {
-  not_yet(options.group, "group=false (one task per microbatch)");
   not_yet(options.optimizer_offload, "optimizer_offload=false (the optimizer step on the GPU)");
   const LayerChainIds chain = layer_chain_ids(trace, trace.name);
   const int trace_u = static_cast<int>(trace.source.batch);
@@ -88,7 +87,11 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
   const TaskGraph graph = compose_task_graph(profile.num_layers(), gpus, options.minibatch, mode, config);
   Plan plan;
   emit_plan(chain, graph, mode,
-            EmissionSwitches{.p2p = options.p2p, .prefetch = options.prefetch, .jit_update = options.jit_update}, plan);
+            EmissionSwitches{.p2p = options.p2p,
+                             .prefetch = options.prefetch,
+                             .jit_update = options.jit_update,
+                             .group = options.group},
+            plan);
   const Estimate estimated = estimate(profile, gpus, options.minibatch, mode, config);
   plan.estimate.iteration_time_s = estimated.iteration_s;
   double memory = 0;
@@ -128,7 +131,7 @@ ParamList<HarmonyOptions> harmony_params()
           param("pack_bwd", &O::pack_bwd, "backward packs P_B covering every layer, e.g. 0-3,4-7,8-11"),
           param("search", &O::search, "find the packs with Harmony's search (balanced_time, reuse) at the trace's u"),
           param("memory_cap", &O::memory_cap, "search: bytes per pack (0: the budget)", {.min = 0}),
-          param("group", &O::group, "input-batch grouping: W loaded once per task (false: not yet)"),
+          param("group", &O::group, "input-batch grouping: W loaded once per task (false: once per microbatch)"),
           param("jit_update", &O::jit_update, "CPU update right after each backward task (false: after the backward)"),
           param("p2p", &O::p2p, "boundary tensors GPU to GPU (false: through host memory)"),
           param("prefetch", &O::prefetch, "load a task's W during the previous task, double-buffer inputs"),

@@ -77,6 +77,21 @@ private:
     return rank.task_done;
   }
 
+  // Without grouping (the ablation) W comes in again for every microbatch: the previous microbatch's copy is freed
+  // after its last compute and the new load waits for that free.
+  Deps reload_weights(const LayerPack& pack, int device, StepId last_compute)
+  {
+    Deps frees;
+    for (std::size_t l = pack.first; l <= pack.last; ++l)
+      if (chain_.w[l])
+        frees.push_back(build_.free(*chain_.w[l], {last_compute}, "compute", device));
+    Deps loads;
+    for (std::size_t l = pack.first; l <= pack.last; ++l)
+      if (chain_.w[l])
+        loads.push_back(build_.prefetch(*chain_.w[l], frees, device));
+    return loads;
+  }
+
   Deps load_weights(const LayerPack& pack, int device)
   {
     Deps loads;
@@ -142,17 +157,19 @@ private:
   {
     const Task& task = graph_.tasks[static_cast<std::size_t>(t)];
     const LayerPack pack = task.pack;
-    const Deps weights = load_weights(pack, device);
+    Deps weights = load_weights(pack, device);
     std::vector<StepId> last_computes;
     StepId compute = -1;
     for (int i = 0; i < microbatches(task); ++i) {
       const int instance = first_instance + i;
+      if (!switches_.group && i > 0)
+        weights = reload_weights(pack, device, compute);
       const Channel in = channel(task.input);
       const int from = task.input.task >= 0 ? device_of(task.input.task, device) : device;
       StepId ready = bring_in(chain_.x[pack.first], instance, device, in, from, input_throttle(last_computes, weights));
       for (std::size_t l = pack.first; l <= pack.last; ++l) {
         Deps deps{ready};
-        if (i == 0)
+        if (i == 0 || !switches_.group)
           deps.insert(deps.end(), weights.begin(), weights.end());
         compute = build_.compute(chain_.forward[l], deps, device, instance);
         const bool stashed =
@@ -192,11 +209,13 @@ private:
   {
     const Task& task = graph_.tasks[static_cast<std::size_t>(t)];
     const LayerPack pack = task.pack;
-    const Deps weights = load_weights(pack, device);
+    Deps weights = load_weights(pack, device);
     std::vector<StepId> last_computes;
     StepId compute = -1;
     for (int i = 0; i < microbatches(task); ++i) {
       const int instance = first_instance + i;
+      if (!switches_.group && i > 0)
+        weights = reload_weights(pack, device, compute);
       const Deps throttle = input_throttle(last_computes, weights);
       const int from = task.input.task >= 0 ? device_of(task.input.task, device) : device;
       // The criterion runs its forward; the others get the stashed input (through the host) and dY.
@@ -207,7 +226,7 @@ private:
         const int source = device_of(task.gradient_in.task, device);
         deps.push_back(bring_in(gradient, instance, device, channel(task.gradient_in), source, throttle));
       }
-      if (i == 0)
+      if (i == 0 || !switches_.group)
         deps.insert(deps.end(), weights.begin(), weights.end());
       for (std::size_t l = pack.first; l <= pack.last; ++l) {
         compute = task.has_criterion ? build_.compute(chain_.forward[l], deps, device, instance)
