@@ -247,8 +247,17 @@ TEST(HarmonyPlan, SwitchesAndSearch)
   EXPECT_EQ(sum(bytes_per_device(reloaded.fast, StepKind::prefetch, "w.", 2)),
             4 * (2 * total_weight(profile) - total_weight(profile, 2)));
   EXPECT_EQ(sum(bytes_per_device(reloaded.fast, StepKind::offload, "dw.", 2)), total_weight(profile));
+  // A GPU optimizer step: K comes in and W and K go out instead of dW; nothing runs on the host.
   nlohmann::json gpu_update = base;
   gpu_update["optimizer_offload"] = false;
+  const Runs on_gpu = simulate_both(trace, machine, harmony_plan("harmony-pp", trace, machine, gpu_update));
+  EXPECT_EQ(sum(bytes_per_device(on_gpu.fast, StepKind::offload, "dw.", 2)), 0u);
+  EXPECT_EQ(sum(bytes_per_device(on_gpu.fast, StepKind::offload, "w.", 2)), total_weight(profile));
+  EXPECT_EQ(sum(bytes_per_device(on_gpu.fast, StepKind::prefetch, "k.", 2)), 2 * total_weight(profile));
+  EXPECT_EQ(sum(bytes_per_device(on_gpu.fast, StepKind::offload, "k.", 2)), 2 * total_weight(profile));
+  for (const StepRecord& record : on_gpu.fast.timeline)
+    EXPECT_GE(record.device, 0) << record.label;
+  gpu_update["jit_update"] = false;
   EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, gpu_update), InputError);
   nlohmann::json other_u = base;
   other_u["u_fwd"] = 4;

@@ -52,7 +52,8 @@ int resolved_u(int asked, int trace_u, const char* option)
 Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest& request, const HarmonyOptions& options,
                   Mode mode)
 {
-  not_yet(options.optimizer_offload, "optimizer_offload=false (the optimizer step on the GPU)");
+  not_yet(options.optimizer_offload || options.jit_update,
+          "optimizer_offload=false with jit_update=false (a GPU update after the whole backward)");
   const LayerChainIds chain = layer_chain_ids(trace, trace.name);
   const int trace_u = static_cast<int>(trace.source.batch);
   const int gpus = options.gpus == 0 ? static_cast<int>(machine.gpus.size()) : options.gpus;
@@ -90,7 +91,8 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
             EmissionSwitches{.p2p = options.p2p,
                              .prefetch = options.prefetch,
                              .jit_update = options.jit_update,
-                             .group = options.group},
+                             .group = options.group,
+                             .optimizer_offload = options.optimizer_offload},
             plan);
   const Estimate estimated = estimate(profile, gpus, options.minibatch, mode, config);
   plan.estimate.iteration_time_s = estimated.iteration_s;
@@ -123,19 +125,21 @@ Plan plan_harmony_dp(const Trace& trace, const Machine& machine, const PlanReque
 ParamList<HarmonyOptions> harmony_params()
 {
   using O = HarmonyOptions;
-  return {param("gpus", &O::gpus, "GPUs N (0: the machine's)", {.min = 0}),
-          param("minibatch", &O::minibatch, "samples per iteration D", {.min = 0}),
-          param("u_fwd", &O::u_fwd, "forward microbatch U_F (0: the trace's; other sizes not yet)", {.min = 0}),
-          param("u_bwd", &O::u_bwd, "backward microbatch U_B (0: the trace's; other sizes not yet)", {.min = 0}),
-          param("pack_fwd", &O::pack_fwd, "forward packs P_F, e.g. 0-3,4-7 (layers before the last backward pack)"),
-          param("pack_bwd", &O::pack_bwd, "backward packs P_B covering every layer, e.g. 0-3,4-7,8-11"),
-          param("search", &O::search, "find the packs with Harmony's search (balanced_time, reuse) at the trace's u"),
-          param("memory_cap", &O::memory_cap, "search: bytes per pack (0: the budget)", {.min = 0}),
-          param("group", &O::group, "input-batch grouping: W loaded once per task (false: once per microbatch)"),
-          param("jit_update", &O::jit_update, "CPU update right after each backward task (false: after the backward)"),
-          param("p2p", &O::p2p, "boundary tensors GPU to GPU (false: through host memory)"),
-          param("prefetch", &O::prefetch, "load a task's W during the previous task, double-buffer inputs"),
-          param("optimizer_offload", &O::optimizer_offload, "optimizer step on the host CPU (false: not yet)")};
+  return {
+      param("gpus", &O::gpus, "GPUs N (0: the machine's)", {.min = 0}),
+      param("minibatch", &O::minibatch, "samples per iteration D", {.min = 0}),
+      param("u_fwd", &O::u_fwd, "forward microbatch U_F (0: the trace's; other sizes not yet)", {.min = 0}),
+      param("u_bwd", &O::u_bwd, "backward microbatch U_B (0: the trace's; other sizes not yet)", {.min = 0}),
+      param("pack_fwd", &O::pack_fwd, "forward packs P_F, e.g. 0-3,4-7 (layers before the last backward pack)"),
+      param("pack_bwd", &O::pack_bwd, "backward packs P_B covering every layer, e.g. 0-3,4-7,8-11"),
+      param("search", &O::search, "find the packs with Harmony's search (balanced_time, reuse) at the trace's u"),
+      param("memory_cap", &O::memory_cap, "search: bytes per pack (0: the budget)", {.min = 0}),
+      param("group", &O::group, "input-batch grouping: W loaded once per task (false: once per microbatch)"),
+      param("jit_update", &O::jit_update, "CPU update right after each backward task (false: after the backward)"),
+      param("p2p", &O::p2p, "boundary tensors GPU to GPU (false: through host memory)"),
+      param("prefetch", &O::prefetch, "load a task's W during the previous task, double-buffer inputs"),
+      param("optimizer_offload", &O::optimizer_offload,
+            "optimizer step on the host CPU (false: on the GPU after each backward task, at the profiled CPU time)")};
 }
 
 } // namespace

@@ -35,6 +35,8 @@ public:
     for (std::size_t t = 0; t < graph_.tasks.size(); ++t) {
       const Task& task = graph_.tasks[t];
       if (task.type == TaskType::update) {
+        if (!switches_.optimizer_offload)
+          continue; // done on the GPU with the backward
         if (switches_.jit_update)
           update(task, mode_ == Mode::dp ? 0 : task.rank);
         else
@@ -260,11 +262,12 @@ private:
     const int copies = static_cast<int>(last_backward.size());
     std::vector<Deps> done(static_cast<std::size_t>(copies));
     for (std::size_t l = task.pack.first; l <= task.pack.last; ++l) {
+      const bool gpu_update = !switches_.optimizer_offload && chain_.update[l].has_value();
       for (int copy = 0; copy < copies; ++copy) {
         const int device = mode_ == Mode::dp ? copy : task.rank;
         const Deps& computed = last_backward[static_cast<std::size_t>(copy)];
         Deps& finished = done[static_cast<std::size_t>(copy)];
-        if (chain_.w[l])
+        if (chain_.w[l] && !(gpu_update && copy == 0)) // the updating GPU keeps W for its optimizer step
           finished.push_back(build_.free(*chain_.w[l], computed, "compute", device));
       }
       if (!chain_.dw[l])
@@ -283,9 +286,13 @@ private:
         reduced = {build_.add(step)};
       }
       const int updater = mode_ == Mode::dp ? 0 : task.rank;
-      const StepId offload = build_.offload(*chain_.dw[l], reduced, updater);
-      gradient_out_[l] = offload;
-      done[0].push_back(build_.free(*chain_.dw[l], {offload}, "d2h", updater));
+      if (gpu_update) {
+        done[0].push_back(update_on_gpu(l, updater, reduced));
+      } else {
+        const StepId offload = build_.offload(*chain_.dw[l], reduced, updater);
+        gradient_out_[l] = offload;
+        done[0].push_back(build_.free(*chain_.dw[l], {offload}, "d2h", updater));
+      }
       for (int copy = 1; copy < copies; ++copy)
         done[static_cast<std::size_t>(copy)].push_back(build_.free(*chain_.dw[l], reduced, "compute", copy));
     }
@@ -295,6 +302,21 @@ private:
       if (rank.task_done.empty())
         rank.task_done = last_backward[static_cast<std::size_t>(copy)];
     }
+  }
+
+  // optimizer_offload=false: the step runs on the GPU right after the backward (W and dW still resident), K comes
+  // in and W and K go back to the host. Returns the last of the frees.
+  StepId update_on_gpu(std::size_t l, int device, const Deps& reduced)
+  {
+    Deps deps = reduced;
+    if (chain_.k[l])
+      deps.push_back(build_.prefetch(*chain_.k[l], reduced, device));
+    const StepId stepped = build_.compute(*chain_.update[l], deps, device);
+    build_.free(*chain_.dw[l], {stepped}, "compute", device);
+    StepId last = build_.free(*chain_.w[l], {build_.offload(*chain_.w[l], {stepped}, device)}, "d2h", device);
+    if (chain_.k[l])
+      last = build_.free(*chain_.k[l], {build_.offload(*chain_.k[l], {stepped}, device)}, "d2h", device);
+    return last;
   }
 
   // The optimizer step of each layer of the pack on the host, on the CPU process of rank `device`.

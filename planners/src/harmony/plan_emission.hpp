@@ -11,10 +11,11 @@
 namespace memsim::harmony {
 
 struct EmissionSwitches {
-  bool p2p = true;        // false: every P2P boundary goes through host memory (swap out, swap in)
-  bool prefetch = true;   // W of the next task once the previous task's compute ends; inputs double-buffered
-  bool jit_update = true; // false: the CPU updates wait for the whole backward pass
-  bool group = true;      // false: W swapped in again for every microbatch (dW still accumulates on the GPU)
+  bool p2p = true;               // false: every P2P boundary goes through host memory (swap out, swap in)
+  bool prefetch = true;          // W of the next task once the previous task's compute ends; inputs double-buffered
+  bool jit_update = true;        // false: the CPU updates wait for the whole backward pass
+  bool group = true;             // false: W swapped in again for every microbatch (dW still accumulates on the GPU)
+  bool optimizer_offload = true; // false: the optimizer step on the updating GPU right after the backward task
 };
 
 // Appends the steps, placement and sharing rules to `plan`. pp: the graph's binding; dp: every GPU runs the graph's
