@@ -83,8 +83,9 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
   }
   const int per_rank = mode == Mode::dp ? options.minibatch / gpus : options.minibatch;
   if ((mode == Mode::dp && options.minibatch % gpus != 0) || per_rank % trace_u != 0)
-    throw InputError("minibatch", fmt::format("not yet: {} samples {} do not split into microbatches of {}",
-                                              options.minibatch, mode == Mode::dp ? "per GPU" : "", trace_u));
+    throw InputError("minibatch",
+                     fmt::format("not yet: {} samples do not split evenly into {}microbatches of {}", options.minibatch,
+                                 mode == Mode::dp ? fmt::format("{} GPUs x ", gpus) : "", trace_u));
   const TaskGraph graph = compose_task_graph(profile.num_layers(), gpus, options.minibatch, mode, config);
   Plan plan;
   emit_plan(chain, graph, mode,
