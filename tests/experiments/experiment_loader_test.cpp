@@ -209,7 +209,8 @@ TEST_F(LoaderTest, GeneratorSpecIsCheckedAgainstTheGeneratorsParameters)
     return error_of(text + "planners: [keep-all]\n");
   };
   EXPECT_THAT(with_generator("{kind: rnn}"), HasSubstr(":6:36: workloads[0].generate.kind: unknown generator kind "
-                                                       "'rnn' (valid: cnn, moe, preset, recycle, transformer, "
+                                                       "'rnn' (valid: cnn, layer-chain, moe, preset, recycle, "
+                                                       "transformer, "
                                                        "tree-cnn, treelstm, unrolled-gan, var-bert, var-lstm)"));
   EXPECT_THAT(with_generator("{kind: cnn, width: 2}"),
               HasSubstr(":6:41: workloads[0].generate: unknown key 'width' (valid keys: kind, depth, channel_scale, "

@@ -17,8 +17,9 @@ const Roofline kRoofline{10e12, 1e12, 5e-6, "test-gpu"};
 TEST(GeneratorRegistry, BindsParametersToTheSpec)
 {
   const GeneratorRegistry& registry = generator_registry();
-  EXPECT_EQ(registry.names(),
-            "cnn, moe, preset, recycle, transformer, tree-cnn, treelstm, unrolled-gan, var-bert, var-lstm");
+  EXPECT_EQ(
+      registry.names(),
+      "cnn, layer-chain, moe, preset, recycle, transformer, tree-cnn, treelstm, unrolled-gan, var-bert, var-lstm");
   const GeneratorInfo& cnn = registry.get("cnn");
   std::string asked_dtype;
   const Trace trace = cnn.make(

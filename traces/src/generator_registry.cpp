@@ -2,7 +2,9 @@
 // that defines the registry, so that every program using the registry links them.
 #include "memsim/traces/generator_registry.hpp"
 
+#include "memsim/common/error.hpp"
 #include "memsim/traces/dynamic_generators.hpp"
+#include "memsim/traces/layer_chain.hpp"
 #include "memsim/traces/model_presets.hpp"
 
 namespace memsim {
@@ -210,6 +212,31 @@ GeneratorInfo recycle_generator()
       generate_recycle);
 }
 
+struct LayerChainSpec {
+  std::string profile;
+  int microbatch = 1;
+};
+
+// Harmony's workload: a layer profile at one microbatch size as fused per-layer ops (layer_chain.hpp). Not a
+// roofline model: times and sizes come from the profile.
+GeneratorInfo layer_chain_generator()
+{
+  ParamList<LayerChainSpec> params{param("profile", &LayerChainSpec::profile,
+                                         "layer profile file (memsim-layer-profile or harmony-profile JSON)"),
+                                   param("microbatch", &LayerChainSpec::microbatch,
+                                         "microbatch size u (within the profile's sampled range)", positive())};
+  std::vector<ParamSpec> specs = params.specs();
+  return GeneratorInfo{"layer-chain",
+                       "a layer profile at one microbatch size: fused forward, backward and CPU update ops per layer "
+                       "(the workload of harmony-pp / harmony-dp)",
+                       std::move(specs), [params = std::move(params)](const ParamValues& values, const RooflineFor&) {
+                         const LayerChainSpec spec = params.bind(values);
+                         if (spec.profile.empty())
+                           throw InputError("--profile", "a layer profile file is required");
+                         return layer_chain_trace(load_layer_profile(spec.profile), spec.microbatch);
+                       }};
+}
+
 } // namespace
 
 GeneratorRegistry& generator_registry()
@@ -226,6 +253,7 @@ GeneratorRegistry& generator_registry()
     register_or_abort(generators, tree_cnn_generator());
     register_or_abort(generators, unrolled_gan_generator());
     register_or_abort(generators, recycle_generator());
+    register_or_abort(generators, layer_chain_generator());
     return generators;
   }();
   return registry;

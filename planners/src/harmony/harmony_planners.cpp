@@ -1,0 +1,160 @@
+// harmony-pp and harmony-dp (Li et al., PVLDB 2022): Harmony's configuration <U_F, P_F, U_B, P_B> (given, or found by
+// its search) bound to GPUs by its task graph and emitted as a multi-GPU plan over a layer-chain trace
+// (`memsim gen layer-chain`). The layer profile the estimator and the search need is read back from the trace
+// (layer_profile_from_traces), so the plan and its `estimate` describe the same workload.
+#include "plan_emission.hpp"
+#include "task_graph.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/planners/harmony/estimator.hpp"
+#include "memsim/planners/harmony/profile_from_traces.hpp"
+#include "memsim/planners/harmony/search.hpp"
+#include "memsim/planners/planner.hpp"
+#include "memsim/traces/layer_chain.hpp"
+
+#include <fmt/format.h>
+
+namespace memsim::harmony {
+namespace {
+
+struct HarmonyOptions {
+  int gpus = 0;      // 0: the machine's GPU count
+  int minibatch = 0; // samples per iteration (D)
+  int u_fwd = 0;     // 0: the trace's microbatch
+  int u_bwd = 0;     // 0: the trace's microbatch
+  std::string pack_fwd;
+  std::string pack_bwd;
+  bool search = false;
+  double memory_cap = 0; // search: bytes per pack; 0: the budget
+  bool group = true;
+  bool jit_update = true;
+  bool p2p = true;
+  bool prefetch = true;
+  bool optimizer_offload = true;
+};
+
+void not_yet(bool supported, const char* what)
+{
+  if (!supported)
+    throw InputError("harmony", fmt::format("{} is not implemented yet", what));
+}
+
+int resolved_u(int asked, int trace_u, const char* option)
+{
+  const int u = asked == 0 ? trace_u : asked;
+  if (u != trace_u)
+    throw InputError(option, fmt::format("not yet: microbatch {} differs from the trace's ({}); generate the trace at "
+                                         "that size (memsim gen layer-chain --microbatch {})",
+                                         u, trace_u, u));
+  return u;
+}
+
+Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest& request, const HarmonyOptions& options,
+                  Mode mode)
+{
+  not_yet(options.optimizer_offload || options.jit_update,
+          "optimizer_offload=false with jit_update=false (a GPU update after the whole backward)");
+  const LayerChainIds chain = layer_chain_ids(trace, trace.name);
+  const int trace_u = static_cast<int>(trace.source.batch);
+  const int gpus = options.gpus == 0 ? static_cast<int>(machine.gpus.size()) : options.gpus;
+  if (gpus > static_cast<int>(machine.gpus.size()))
+    throw InputError("gpus",
+                     fmt::format("{} GPUs asked, machine '{}' has {}", gpus, machine.name, machine.gpus.size()));
+  if (options.minibatch <= 0)
+    throw InputError("minibatch", "the minibatch size D is required");
+  const LayerProfile profile = layer_profile_from_traces({{trace.name, trace}});
+  Configuration config;
+  std::string how = "given";
+  if (options.search) {
+    SearchSettings settings;
+    settings.memory_cap = options.memory_cap > 0 ? options.memory_cap : static_cast<double>(request.budget_bytes);
+    const std::optional<SearchResult> found = search(profile, gpus, options.minibatch, mode, settings);
+    if (!found)
+      throw Infeasible(fmt::format("harmony search: no packing of {} layers fits {} bytes per pack at u = {}",
+                                   profile.num_layers(), settings.memory_cap, trace_u));
+    config = found->best;
+    how = fmt::format("search ({} fwd, {} bwd)", found->forward_method, found->backward_method);
+  } else {
+    config.u_forward = resolved_u(options.u_fwd, trace_u, "u_fwd");
+    config.u_backward = resolved_u(options.u_bwd, trace_u, "u_bwd");
+    config.packs_backward = parse_packs(options.pack_bwd, "pack_bwd");
+    if (!options.pack_fwd.empty())
+      config.packs_forward = parse_packs(options.pack_fwd, "pack_fwd");
+  }
+  const int per_rank = mode == Mode::dp ? options.minibatch / gpus : options.minibatch;
+  if ((mode == Mode::dp && options.minibatch % gpus != 0) || per_rank % trace_u != 0)
+    throw InputError("minibatch",
+                     fmt::format("not yet: {} samples do not split evenly into {}microbatches of {}", options.minibatch,
+                                 mode == Mode::dp ? fmt::format("{} GPUs x ", gpus) : "", trace_u));
+  const TaskGraph graph = compose_task_graph(profile.num_layers(), gpus, options.minibatch, mode, config);
+  Plan plan;
+  emit_plan(chain, graph, mode,
+            EmissionSwitches{.p2p = options.p2p,
+                             .prefetch = options.prefetch,
+                             .jit_update = options.jit_update,
+                             .group = options.group,
+                             .optimizer_offload = options.optimizer_offload},
+            plan);
+  const Estimate estimated = estimate(profile, gpus, options.minibatch, mode, config);
+  plan.estimate.iteration_time_s = estimated.iteration_s;
+  double memory = 0;
+  for (double bytes : estimated.rank_memory_bytes)
+    memory = std::max(memory, bytes);
+  plan.estimate.peak_bytes = static_cast<std::uint64_t>(memory);
+  plan.params["configuration"] = {{"gpus", gpus},
+                                  {"minibatch", options.minibatch},
+                                  {"u_fwd", config.u_forward},
+                                  {"u_bwd", config.u_backward},
+                                  {"pack_fwd", format_packs(config.packs_forward)},
+                                  {"pack_bwd", format_packs(config.packs_backward)},
+                                  {"chosen_by", how}};
+  return plan;
+}
+
+Plan plan_harmony_pp(const Trace& trace, const Machine& machine, const PlanRequest& request,
+                     const HarmonyOptions& options)
+{
+  return plan_harmony(trace, machine, request, options, Mode::pp);
+}
+
+Plan plan_harmony_dp(const Trace& trace, const Machine& machine, const PlanRequest& request,
+                     const HarmonyOptions& options)
+{
+  return plan_harmony(trace, machine, request, options, Mode::dp);
+}
+
+ParamList<HarmonyOptions> harmony_params()
+{
+  using O = HarmonyOptions;
+  return {
+      param("gpus", &O::gpus, "GPUs N (0: the machine's)", {.min = 0}),
+      param("minibatch", &O::minibatch, "samples per iteration D", {.min = 0}),
+      param("u_fwd", &O::u_fwd, "forward microbatch U_F (0: the trace's; other sizes not yet)", {.min = 0}),
+      param("u_bwd", &O::u_bwd, "backward microbatch U_B (0: the trace's; other sizes not yet)", {.min = 0}),
+      param("pack_fwd", &O::pack_fwd, "forward packs P_F, e.g. 0-3,4-7 (layers before the last backward pack)"),
+      param("pack_bwd", &O::pack_bwd, "backward packs P_B covering every layer, e.g. 0-3,4-7,8-11"),
+      param("search", &O::search, "find the packs with Harmony's search (balanced_time, reuse) at the trace's u"),
+      param("memory_cap", &O::memory_cap, "search: bytes per pack (0: the budget)", {.min = 0}),
+      param("group", &O::group, "input-batch grouping: W loaded once per task (false: once per microbatch)"),
+      param("jit_update", &O::jit_update, "CPU update right after each backward task (false: after the backward)"),
+      param("p2p", &O::p2p, "boundary tensors GPU to GPU (false: through host memory)"),
+      param("prefetch", &O::prefetch, "load a task's W during the previous task, double-buffer inputs"),
+      param("optimizer_offload", &O::optimizer_offload,
+            "optimizer step on the host CPU (false: on the GPU after each backward task, at the profiled CPU time)")};
+}
+
+} // namespace
+} // namespace memsim::harmony
+
+namespace memsim {
+
+MEMSIM_REGISTER_PLANNER(harmony_pp, "harmony-pp",
+                        "Harmony PP (PVLDB'22): layer packs bound round-robin to the GPUs (wrap-around pipeline), "
+                        "grouped microbatches, p2p boundaries, CPU update; workload: memsim gen layer-chain",
+                        harmony::harmony_params(), harmony::plan_harmony_pp);
+MEMSIM_REGISTER_PLANNER(harmony_dp, "harmony-dp",
+                        "Harmony DP (PVLDB'22): every GPU runs all packs on its share of the minibatch, dW "
+                        "all-reduced, rank 0 updates on the CPU; workload: memsim gen layer-chain",
+                        harmony::harmony_params(), harmony::plan_harmony_dp);
+
+} // namespace memsim

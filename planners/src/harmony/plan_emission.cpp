@@ -1,0 +1,360 @@
+// Harmony's task graph as a plan (plan_emission.hpp). Deadlock-free: steps are appended in global task order, so
+// every (device, stream) runs its tasks in that order and each send, offload or collective precedes (in list order
+// and in its producer's stream) the step that waits for it.
+#include "plan_emission.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+namespace memsim::harmony {
+namespace {
+
+using Deps = std::vector<StepId>;
+
+struct RankState {
+  Deps task_done;           // the frees that end the previous task (what W waits for without prefetch)
+  StepId last_compute = -1; // the previous task's last compute (what W waits for with prefetch)
+};
+
+class Emitter {
+public:
+  Emitter(const LayerChainIds& chain, const TaskGraph& graph, Mode mode, const EmissionSwitches& switches, Plan& plan)
+      : chain_(chain), graph_(graph), mode_(mode), switches_(switches), plan_(plan), build_(plan),
+        ranks_(static_cast<std::size_t>(graph.gpus))
+  {
+  }
+
+  void run()
+  {
+    const int copies = mode_ == Mode::dp ? graph_.gpus : 1;
+    std::vector<std::pair<int, int>> deferred_updates; // (task, device) without jit update
+    for (std::size_t t = 0; t < graph_.tasks.size(); ++t) {
+      const Task& task = graph_.tasks[t];
+      if (task.type == TaskType::update) {
+        if (!switches_.optimizer_offload)
+          continue; // done on the GPU with the backward
+        if (switches_.jit_update)
+          update(task, mode_ == Mode::dp ? 0 : task.rank);
+        else
+          deferred_updates.emplace_back(static_cast<int>(t), mode_ == Mode::dp ? 0 : task.rank);
+        continue;
+      }
+      std::vector<Deps> last_backward(static_cast<std::size_t>(copies));
+      for (int copy = 0; copy < copies; ++copy) {
+        const int device = mode_ == Mode::dp ? copy : task.rank;
+        const int first_instance = mode_ == Mode::dp ? copy * microbatches(task) : 0;
+        if (task.type == TaskType::forward)
+          forward(static_cast<int>(t), device, first_instance);
+        else
+          last_backward[static_cast<std::size_t>(copy)] = backward(static_cast<int>(t), device, first_instance);
+      }
+      if (task.type == TaskType::backward)
+        finish_backward(task, last_backward);
+    }
+    backward_end_ = static_cast<StepId>(plan_.steps.size()) - 1;
+    for (const auto& [t, device] : deferred_updates)
+      update(graph_.tasks[static_cast<std::size_t>(t)], device);
+  }
+
+private:
+  static int microbatches(const Task& task) { return static_cast<int>(task.microbatches.size()); }
+  int device_of(int task, int device) const
+  {
+    return mode_ == Mode::dp ? device : graph_.tasks[static_cast<std::size_t>(task)].rank;
+  }
+  Channel channel(const Link& link) const
+  {
+    return link.channel == Channel::p2p && !switches_.p2p ? Channel::swap : link.channel;
+  }
+
+  Deps weight_wait(int device) const
+  {
+    const RankState& rank = ranks_[static_cast<std::size_t>(device)];
+    if (switches_.prefetch)
+      return rank.last_compute >= 0 ? Deps{rank.last_compute} : Deps{};
+    return rank.task_done;
+  }
+
+  // Without grouping (the ablation) W comes in again for every microbatch: the previous microbatch's copy is freed
+  // after its last compute and the new load waits for that free.
+  Deps reload_weights(const LayerPack& pack, int device, StepId last_compute)
+  {
+    Deps frees;
+    for (std::size_t l = pack.first; l <= pack.last; ++l)
+      if (chain_.w[l])
+        frees.push_back(build_.free(*chain_.w[l], {last_compute}, "compute", device));
+    Deps loads;
+    for (std::size_t l = pack.first; l <= pack.last; ++l)
+      if (chain_.w[l])
+        loads.push_back(build_.prefetch(*chain_.w[l], frees, device));
+    return loads;
+  }
+
+  Deps load_weights(const LayerPack& pack, int device)
+  {
+    Deps loads;
+    for (std::size_t l = pack.first; l <= pack.last; ++l)
+      if (chain_.w[l])
+        loads.push_back(build_.prefetch(*chain_.w[l], weight_wait(device), device));
+    return loads;
+  }
+
+  // A boundary tensor arriving on `device` for instance `instance`: recv, or swap-in of the host copy.
+  StepId bring_in(TensorId tensor, int instance, int device, Channel how, int from_device, Deps throttle)
+  {
+    if (how == Channel::p2p) {
+      Step step;
+      step.kind = StepKind::recv;
+      step.tensor = tensor;
+      step.device = device;
+      step.stream = "p2p_in";
+      step.instance = instance;
+      step.peer = from_device;
+      step.deps = {sends_.at({tensor, instance})};
+      return build_.add(step);
+    }
+    if (how != Channel::data)
+      throttle.push_back(host_copies_.at({tensor, instance}));
+    return build_.prefetch(tensor, throttle, device, instance);
+  }
+
+  // A boundary tensor leaving `device` after `producer`: sent to `to_device` or swapped out; then freed here.
+  void hand_over(TensorId tensor, int instance, int device, Channel how, int to_device, StepId producer)
+  {
+    if (how == Channel::p2p) {
+      Step step;
+      step.kind = StepKind::send;
+      step.tensor = tensor;
+      step.device = device;
+      step.stream = "p2p_out";
+      step.instance = instance;
+      step.peer = to_device;
+      step.deps = {producer};
+      const RankState& receiver = ranks_[static_cast<std::size_t>(to_device)];
+      step.deps.insert(step.deps.end(), receiver.task_done.begin(), receiver.task_done.end());
+      const StepId send = build_.add(step);
+      sends_[{tensor, instance}] = send;
+      build_.free(tensor, {send}, "p2p_out", device, instance);
+      return;
+    }
+    const StepId offload = build_.offload(tensor, {producer}, device, instance);
+    host_copies_[{tensor, instance}] = offload;
+    build_.free(tensor, {offload}, "d2h", device, instance);
+  }
+
+  // Inputs wait for the previous microbatch's compute (one in flight) or, with prefetch, the one before it.
+  Deps input_throttle(const std::vector<StepId>& computes, const Deps& weights) const
+  {
+    const std::size_t back = switches_.prefetch ? 2 : 1;
+    if (computes.size() >= back)
+      return {computes[computes.size() - back]};
+    return switches_.prefetch ? Deps{} : weights;
+  }
+
+  void forward(int t, int device, int first_instance)
+  {
+    const Task& task = graph_.tasks[static_cast<std::size_t>(t)];
+    const LayerPack pack = task.pack;
+    Deps weights = load_weights(pack, device);
+    std::vector<StepId> last_computes;
+    StepId compute = -1;
+    for (int i = 0; i < microbatches(task); ++i) {
+      const int instance = first_instance + i;
+      if (!switches_.group && i > 0)
+        weights = reload_weights(pack, device, compute);
+      const Channel in = channel(task.input);
+      const int from = task.input.task >= 0 ? device_of(task.input.task, device) : device;
+      StepId ready = bring_in(chain_.x[pack.first], instance, device, in, from, input_throttle(last_computes, weights));
+      for (std::size_t l = pack.first; l <= pack.last; ++l) {
+        Deps deps{ready};
+        if (i == 0 || !switches_.group)
+          deps.insert(deps.end(), weights.begin(), weights.end());
+        compute = build_.compute(chain_.forward[l], deps, device, instance);
+        const bool stashed =
+            std::any_of(task.stashes.begin(), task.stashes.end(), [&](const auto& stash) { return stash.first == l; });
+        // Stashed even when the host holds a copy (the data, a swapped-in input), as Harmony's FWD task does.
+        if (stashed) {
+          const StepId offload = build_.offload(chain_.x[l], {ready}, device, instance);
+          host_copies_[{chain_.x[l], instance}] = offload;
+          build_.free(chain_.x[l], {offload, compute}, "d2h", device, instance);
+        } else {
+          build_.free(chain_.x[l], {compute}, "compute", device, instance);
+        }
+        ready = compute;
+      }
+      const int to = device_of(task.output.task, device);
+      hand_over(chain_.output(pack.last), instance, device, channel(task.output), to, compute);
+      last_computes.push_back(compute);
+    }
+    end_task(pack, device, compute);
+  }
+
+  // The frees of a task's weights end it on its rank.
+  void end_task(const LayerPack& pack, int device, StepId last_compute)
+  {
+    RankState& rank = ranks_[static_cast<std::size_t>(device)];
+    rank.task_done.clear();
+    rank.last_compute = last_compute;
+    for (std::size_t l = pack.first; l <= pack.last; ++l)
+      if (chain_.w[l])
+        rank.task_done.push_back(build_.free(*chain_.w[l], {last_compute}, "compute", device));
+    if (rank.task_done.empty())
+      rank.task_done.push_back(last_compute);
+  }
+
+  // Returns the last compute of the task on `device`.
+  Deps backward(int t, int device, int first_instance)
+  {
+    const Task& task = graph_.tasks[static_cast<std::size_t>(t)];
+    const LayerPack pack = task.pack;
+    Deps weights = load_weights(pack, device);
+    std::vector<StepId> last_computes;
+    StepId compute = -1;
+    for (int i = 0; i < microbatches(task); ++i) {
+      const int instance = first_instance + i;
+      if (!switches_.group && i > 0)
+        weights = reload_weights(pack, device, compute);
+      const Deps throttle = input_throttle(last_computes, weights);
+      const int from = task.input.task >= 0 ? device_of(task.input.task, device) : device;
+      // The criterion runs its forward; the others get the stashed input (through the host) and dY.
+      const StepId input = bring_in(chain_.x[pack.first], instance, device, channel(task.input), from, throttle);
+      Deps deps{input};
+      if (!task.has_criterion) {
+        const TensorId gradient = *chain_.dx[pack.last + 1];
+        const int source = device_of(task.gradient_in.task, device);
+        deps.push_back(bring_in(gradient, instance, device, channel(task.gradient_in), source, throttle));
+      }
+      if (i == 0 || !switches_.group)
+        deps.insert(deps.end(), weights.begin(), weights.end());
+      for (std::size_t l = pack.first; l <= pack.last; ++l) {
+        compute = task.has_criterion ? build_.compute(chain_.forward[l], deps, device, instance)
+                                     : build_.recompute(chain_.forward[l], deps, device, instance);
+        if (chain_.save[l]) // the activations autograd keeps for the backward
+          compute = build_.compute(*chain_.save[l], {compute}, device, instance);
+        deps = {compute};
+      }
+      for (std::size_t l = pack.last + 1; l-- > pack.first;) {
+        compute = build_.compute(chain_.backward[l], {compute}, device, instance);
+        build_.free(chain_.output(l), {compute}, "compute", device, instance);
+        if (chain_.saved[l])
+          build_.free(*chain_.saved[l], {compute}, "compute", device, instance);
+        if (l + 1 < chain_.layers())
+          build_.free(*chain_.dx[l + 1], {compute}, "compute", device, instance);
+      }
+      build_.free(chain_.x[pack.first], {compute}, "compute", device, instance);
+      if (pack.first > 0) {
+        const int to = device_of(task.gradient_out.task, device);
+        hand_over(*chain_.dx[pack.first], instance, device, channel(task.gradient_out), to, compute);
+      }
+      last_computes.push_back(compute);
+    }
+    ranks_[static_cast<std::size_t>(device)].last_compute = compute;
+    return {compute};
+  }
+
+  // dW of the pack: all-reduced (dp), swapped out once by the updating rank; W and dW freed everywhere.
+  void finish_backward(const Task& task, const std::vector<Deps>& last_backward)
+  {
+    const int copies = static_cast<int>(last_backward.size());
+    std::vector<Deps> done(static_cast<std::size_t>(copies));
+    for (std::size_t l = task.pack.first; l <= task.pack.last; ++l) {
+      const bool gpu_update = !switches_.optimizer_offload && chain_.update[l].has_value();
+      for (int copy = 0; copy < copies; ++copy) {
+        const int device = mode_ == Mode::dp ? copy : task.rank;
+        const Deps& computed = last_backward[static_cast<std::size_t>(copy)];
+        Deps& finished = done[static_cast<std::size_t>(copy)];
+        if (chain_.w[l] && !(gpu_update && copy == 0)) // the updating GPU keeps W for its optimizer step
+          finished.push_back(build_.free(*chain_.w[l], computed, "compute", device));
+      }
+      if (!chain_.dw[l])
+        continue;
+      Deps reduced = last_backward.front();
+      if (copies > 1) {
+        Step step;
+        step.kind = StepKind::allreduce;
+        step.tensor = *chain_.dw[l];
+        step.device = 0;
+        step.stream = "coll";
+        for (const Deps& computed : last_backward)
+          step.deps.insert(step.deps.end(), computed.begin(), computed.end());
+        for (int g = 0; g < copies; ++g)
+          step.group.push_back(g);
+        reduced = {build_.add(step)};
+      }
+      const int updater = mode_ == Mode::dp ? 0 : task.rank;
+      if (gpu_update) {
+        done[0].push_back(update_on_gpu(l, updater, reduced));
+      } else {
+        const StepId offload = build_.offload(*chain_.dw[l], reduced, updater);
+        gradient_out_[l] = offload;
+        done[0].push_back(build_.free(*chain_.dw[l], {offload}, "d2h", updater));
+      }
+      for (int copy = 1; copy < copies; ++copy)
+        done[static_cast<std::size_t>(copy)].push_back(build_.free(*chain_.dw[l], reduced, "compute", copy));
+    }
+    for (int copy = 0; copy < copies; ++copy) {
+      RankState& rank = ranks_[static_cast<std::size_t>(mode_ == Mode::dp ? copy : task.rank)];
+      rank.task_done = done[static_cast<std::size_t>(copy)];
+      if (rank.task_done.empty())
+        rank.task_done = last_backward[static_cast<std::size_t>(copy)];
+    }
+  }
+
+  // optimizer_offload=false: the step runs on the GPU right after the backward (W and dW still resident), K comes
+  // in and W and K go back to the host. Returns the last of the frees.
+  StepId update_on_gpu(std::size_t l, int device, const Deps& reduced)
+  {
+    Deps deps = reduced;
+    if (chain_.k[l])
+      deps.push_back(build_.prefetch(*chain_.k[l], reduced, device));
+    const StepId stepped = build_.compute(*chain_.update[l], deps, device);
+    build_.free(*chain_.dw[l], {stepped}, "compute", device);
+    StepId last = build_.free(*chain_.w[l], {build_.offload(*chain_.w[l], {stepped}, device)}, "d2h", device);
+    if (chain_.k[l])
+      last = build_.free(*chain_.k[l], {build_.offload(*chain_.k[l], {stepped}, device)}, "d2h", device);
+    return last;
+  }
+
+  // The optimizer step of each layer of the pack on the host, on the CPU process of rank `device`.
+  void update(const Task& task, int device)
+  {
+    for (std::size_t l = task.pack.first; l <= task.pack.last; ++l) {
+      if (!chain_.update[l])
+        continue;
+      Deps deps{gradient_out_.at(l)};
+      if (!switches_.jit_update)
+        deps.push_back(backward_end_);
+      build_.compute(*chain_.update[l], deps, kHostDevice, 0, fmt::format("cpu{}", device));
+    }
+  }
+
+  const LayerChainIds& chain_;
+  const TaskGraph& graph_;
+  Mode mode_;
+  EmissionSwitches switches_;
+  Plan& plan_;
+  PlanBuilder build_;
+  std::vector<RankState> ranks_;
+  std::map<std::pair<TensorId, int>, StepId> sends_;       // (tensor, instance) -> its send
+  std::map<std::pair<TensorId, int>, StepId> host_copies_; // (tensor, instance) -> the offload making the host copy
+  std::map<std::size_t, StepId> gradient_out_;             // layer -> the offload of its dW
+  StepId backward_end_ = -1;                               // without jit update: the last step of the backward
+};
+
+} // namespace
+
+void emit_plan(const LayerChainIds& chain, const TaskGraph& graph, Mode mode, const EmissionSwitches& switches,
+               Plan& plan)
+{
+  plan.initial_placement = {{TensorKind::weight, std::nullopt, Placement::host, std::nullopt},
+                            {TensorKind::optimizer_state, std::nullopt, Placement::host, std::nullopt},
+                            {TensorKind::input, std::nullopt, Placement::host, std::nullopt}};
+  plan.shared_across_instances = {TensorKind::weight, TensorKind::weight_grad, TensorKind::optimizer_state};
+  Emitter(chain, graph, mode, switches, plan).run();
+}
+
+} // namespace memsim::harmony

@@ -1,0 +1,313 @@
+// harmony-pp, harmony-dp and dp-swap: the plans they emit over a layer-chain trace of a uniform hand-made profile
+// simulate feasible on both engines with the same times, move exactly the weight bytes spec §1.8 derives for the
+// implemented schedules, never deadlock under the wrap-around binding, and are deterministic.
+#include "simulate_in_child.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/planners/harmony/profile_from_traces.hpp"
+#include "memsim/planners/planner.hpp"
+#include "memsim/sim/simulator.hpp"
+#include "memsim/traces/layer_chain.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <string>
+
+namespace memsim {
+namespace {
+
+constexpr std::uint64_t kMB = 1000000;
+constexpr int kMicrobatch = 2;
+constexpr std::uint64_t kWeight = 4 * kMB; // per layer (the last layer: half, so |W_last| differs from the rest)
+constexpr std::uint64_t kSample = 1 * kMB; // X(u,l) = u x 1 MB
+
+// R identical layers profiled at u = 2: forward 10 ms, backward (recompute + backward) 30 ms, peaks a few MB above
+// the resident tensors, CPU update 5 ms; W = 4 MB (2 MB for the last layer), optimizer state 8 MB.
+LayerProfile uniform_profile(std::size_t layers)
+{
+  LayerProfile profile;
+  profile.model = "uniform";
+  profile.sampled_forward = {kMicrobatch};
+  profile.sampled_backward = {kMicrobatch};
+  ProfiledMicrobatch sample;
+  for (std::size_t l = 0; l < layers; ++l) {
+    const std::uint64_t weight = l + 1 == layers ? kWeight / 2 : kWeight;
+    profile.layers.push_back({"layer" + std::to_string(l), weight, 0, 2 * weight, 0.005, kSample});
+    sample.forward_time_s.push_back(0.010);
+    sample.backward_time_s.push_back(0.030);
+    sample.forward_peak_bytes.push_back(static_cast<std::int64_t>(weight + 6 * kMB));
+    sample.backward_peak_bytes.push_back(static_cast<std::int64_t>(3 * weight + 12 * kMB));
+    sample.input_bytes.push_back(kMicrobatch * kSample);
+  }
+  profile.microbatches.emplace(kMicrobatch, sample);
+  return profile;
+}
+
+std::uint64_t total_weight(const LayerProfile& profile, std::size_t from = 0)
+{
+  std::uint64_t total = 0;
+  for (std::size_t l = from; l < profile.num_layers(); ++l)
+    total += profile.layers[l].weight_bytes;
+  return total;
+}
+
+// N GPUs of 1 GB under one switch (10 GB/s links), the switch to the host at 12 GB/s, 64 GiB of host memory.
+Machine switched_machine(int gpus)
+{
+  Machine machine;
+  machine.name = "harmony-test";
+  machine.host.memory = 1ull << 36;
+  machine.switches = {"sw0"};
+  for (int g = 0; g < gpus; ++g) {
+    const std::string name = "gpu" + std::to_string(g);
+    machine.gpus.push_back(Gpu{name, "test-gpu", 1000 * kMB, {{"fp32", 10e12}}, 900e9, 0});
+    machine.links.push_back(Link{name + "-sw0", name, "sw0", 10e9, 0, Duplex::split});
+  }
+  machine.links.push_back(Link{"sw0-host", "sw0", "host", 12e9, 0, Duplex::split});
+  validate_machine(machine, machine.name);
+  return machine;
+}
+
+Plan harmony_plan(const std::string& planner, const Trace& trace, const Machine& machine, nlohmann::json params)
+{
+  PlanRequest request;
+  request.devices = static_cast<int>(machine.gpus.size());
+  request.params = std::move(params);
+  Plan plan = make_plan(planner, trace, machine, request);
+  validate_plan(plan, trace, static_cast<int>(machine.gpus.size()), "harmony.plan.json");
+  return plan;
+}
+
+struct Runs {
+  RunResult fast;
+  RunResult simgrid;
+};
+
+Runs simulate_both(const Trace& trace, const Machine& machine, const Plan& plan)
+{
+  SimOptions options;
+  options.engine = EngineKind::fast;
+  Runs runs{simulate(trace, machine, plan, options), {}};
+  options.engine = EngineKind::simgrid;
+  runs.simgrid = test::simulate_in_child(trace, machine, plan, options);
+  for (const RunResult* result : {&runs.fast, &runs.simgrid})
+    EXPECT_FALSE(result->error) << result->error->message;
+  EXPECT_NEAR(runs.fast.metrics.iteration_time_s, runs.simgrid.metrics.iteration_time_s, 1e-9);
+  EXPECT_EQ(runs.fast.metrics.peak_device_bytes, runs.simgrid.metrics.peak_device_bytes);
+  return runs;
+}
+
+// Bytes of one step kind per device, tensors named `prefix`<layer>.
+std::vector<std::uint64_t> bytes_per_device(const RunResult& run, StepKind kind, const std::string& prefix, int gpus)
+{
+  std::vector<std::uint64_t> bytes(static_cast<std::size_t>(gpus), 0);
+  for (const StepRecord& record : run.timeline)
+    if (record.kind == kind && record.device >= 0 && record.label.rfind(prefix, 0) == 0)
+      bytes[static_cast<std::size_t>(record.device)] += record.bytes;
+  return bytes;
+}
+
+std::uint64_t sum(const std::vector<std::uint64_t>& values)
+{
+  std::uint64_t total = 0;
+  for (std::uint64_t value : values)
+    total += value;
+  return total;
+}
+
+void report(const std::string& what, const Plan& plan, const Runs& runs)
+{
+  std::cout << what << ": simulated " << runs.fast.metrics.iteration_time_s << " s, Harmony's estimate "
+            << plan.estimate.iteration_time_s.value_or(0) << " s, h2d " << runs.fast.metrics.h2d_bytes << " B, d2h "
+            << runs.fast.metrics.d2h_bytes << " B, p2p " << runs.fast.metrics.p2p_bytes << " B\n";
+}
+
+TEST(HarmonyLayerChain, TheTraceReadsBackAsItsProfile)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const LayerProfile back = harmony::layer_profile_from_traces({{"chain", trace}});
+  ASSERT_EQ(back.num_layers(), 4u);
+  for (std::size_t l = 0; l < 4; ++l) {
+    EXPECT_DOUBLE_EQ(back.time_s(LayerPass::forward, kMicrobatch, l), 0.010);
+    EXPECT_DOUBLE_EQ(back.time_s(LayerPass::backward, kMicrobatch, l), 0.030);
+    EXPECT_EQ(back.peak_bytes(LayerPass::forward, kMicrobatch, l),
+              profile.peak_bytes(LayerPass::forward, kMicrobatch, l));
+    // The saved activations s.l make up the backward peak exactly.
+    EXPECT_EQ(back.peak_bytes(LayerPass::backward, kMicrobatch, l),
+              profile.peak_bytes(LayerPass::backward, kMicrobatch, l));
+    EXPECT_EQ(back.input_bytes(kMicrobatch, l), kMicrobatch * kSample);
+    EXPECT_EQ(back.layers[l].weight_bytes, profile.layers[l].weight_bytes);
+    EXPECT_EQ(back.layers[l].optimizer_state_bytes, profile.layers[l].optimizer_state_bytes);
+    EXPECT_DOUBLE_EQ(back.layers[l].cpu_update_s, 0.005);
+  }
+  EXPECT_THROW(layer_chain_trace(profile, 3), InputError); // not sampled, nothing to interpolate from
+}
+
+// pp, N = 2, R = 4, D = 8 (4 microbatches of 2): P_F = {0-1}, P_B = {0-1, 2-3}. Tasks FWD[0-1] on GPU 0, BWD[2-3]
+// (loss) on GPU 1, BWD[0-1] on GPU 0.
+TEST(HarmonyPlan, PipelineMovesThreeWeightsMinusTheLastPack)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const Plan plan =
+      harmony_plan("harmony-pp", trace, machine, {{"minibatch", 8}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}});
+  EXPECT_EQ(plan.params["configuration"]["pack_bwd"], "0-1,2-3");
+  ASSERT_TRUE(plan.estimate.iteration_time_s);
+  const Runs runs = simulate_both(trace, machine, plan);
+  report("harmony-pp N=2 R=4 D=8", plan, runs);
+  const std::uint64_t W = total_weight(profile);
+  const std::uint64_t last = total_weight(profile, 2);
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    const std::vector<std::uint64_t> in = bytes_per_device(*run, StepKind::prefetch, "w.", 2);
+    EXPECT_EQ(sum(in), W - last + W);
+    EXPECT_EQ(in[0], 2 * (W - last)); // FWD[0-1] and BWD[0-1]
+    EXPECT_EQ(in[1], last);
+    EXPECT_EQ(sum(bytes_per_device(*run, StepKind::offload, "dw.", 2)), W);
+    // Checkpoints: X(D, 0) out and in again, as Harmony stashes it (data included), plus the data in; boundaries go
+    // GPU to GPU: Y of FWD[0-1] and dX of the loss task, 4 microbatches each.
+    EXPECT_EQ(sum(bytes_per_device(*run, StepKind::offload, "x.", 2)), 4 * kMicrobatch * kSample);
+    EXPECT_EQ(sum(bytes_per_device(*run, StepKind::prefetch, "x.", 2)), 2 * 4 * kMicrobatch * kSample);
+    EXPECT_EQ(run->metrics.p2p_bytes, 2 * 4 * kMicrobatch * kSample);
+  }
+}
+
+// dp, N = 2, R = 4, D = 8 (2 microbatches of 2 per GPU): every GPU loads W for all forward and backward packs;
+// rank 0 alone swaps dW out after the all-reduce.
+TEST(HarmonyPlan, DataParallelMovesTwoWeightsMinusTheLastPackPerGpu)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const Plan plan =
+      harmony_plan("harmony-dp", trace, machine, {{"minibatch", 8}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}});
+  const Runs runs = simulate_both(trace, machine, plan);
+  report("harmony-dp N=2 R=4 D=8", plan, runs);
+  const std::uint64_t W = total_weight(profile);
+  const std::uint64_t last = total_weight(profile, 2);
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    const std::vector<std::uint64_t> in = bytes_per_device(*run, StepKind::prefetch, "w.", 2);
+    EXPECT_EQ(in[0], 2 * W - last);
+    EXPECT_EQ(in[1], 2 * W - last);
+    const std::vector<std::uint64_t> out = bytes_per_device(*run, StepKind::offload, "dw.", 2);
+    EXPECT_EQ(out[0], W);
+    EXPECT_EQ(out[1], 0u);
+  }
+}
+
+// Wrap-around binding of one-layer packs over N = 1..8 GPUs: every plan runs to the end (no deadlock) on the fast
+// engine, and the weights move as in the two-GPU case.
+TEST(HarmonyPlan, WrapAroundNeverDeadlocks)
+{
+  const LayerProfile profile = uniform_profile(6);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  for (int gpus = 1; gpus <= 8; ++gpus) {
+    const Machine machine = switched_machine(gpus);
+    const Plan plan = harmony_plan("harmony-pp", trace, machine,
+                                   {{"minibatch", 6}, {"pack_fwd", "0,1,2,3,4"}, {"pack_bwd", "0,1,2,3,4,5"}});
+    SimOptions options;
+    options.engine = EngineKind::fast;
+    const RunResult run = simulate(trace, machine, plan, options);
+    ASSERT_FALSE(run.error) << gpus << " GPUs: " << run.error->message;
+    EXPECT_EQ(run.timeline.size(), plan.steps.size());
+    const std::uint64_t W = total_weight(profile);
+    EXPECT_EQ(sum(bytes_per_device(run, StepKind::prefetch, "w.", gpus)), 2 * W - total_weight(profile, 5)) << gpus;
+  }
+}
+
+TEST(HarmonyPlan, SwitchesAndSearch)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const nlohmann::json base = {{"minibatch", 8}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}};
+  nlohmann::json no_p2p = base;
+  no_p2p["p2p"] = false;
+  no_p2p["prefetch"] = false;
+  no_p2p["jit_update"] = false;
+  const Plan host_only = harmony_plan("harmony-pp", trace, machine, no_p2p);
+  const Runs runs = simulate_both(trace, machine, host_only);
+  EXPECT_EQ(runs.fast.metrics.p2p_bytes, 0u);
+  // Y and dX of 4 microbatches go out and come back in through the host (x. adds the stash of X(D, 0)).
+  EXPECT_EQ(sum(bytes_per_device(runs.fast, StepKind::offload, "x.", 2)), 2 * 4 * kMicrobatch * kSample);
+  EXPECT_EQ(sum(bytes_per_device(runs.fast, StepKind::offload, "dx.", 2)), 4 * kMicrobatch * kSample);
+
+  nlohmann::json searched = {{"minibatch", 8}, {"search", true}, {"memory_cap", 60e6}};
+  const Plan found = harmony_plan("harmony-pp", trace, machine, searched);
+  EXPECT_EQ(found.params["configuration"]["u_fwd"], kMicrobatch);
+  EXPECT_FALSE(simulate_both(trace, machine, found).fast.error);
+
+  // Without grouping W comes in once per microbatch (4 of them); dW still goes out once.
+  nlohmann::json ungrouped = base;
+  ungrouped["group"] = false;
+  const Runs reloaded = simulate_both(trace, machine, harmony_plan("harmony-pp", trace, machine, ungrouped));
+  EXPECT_EQ(sum(bytes_per_device(reloaded.fast, StepKind::prefetch, "w.", 2)),
+            4 * (2 * total_weight(profile) - total_weight(profile, 2)));
+  EXPECT_EQ(sum(bytes_per_device(reloaded.fast, StepKind::offload, "dw.", 2)), total_weight(profile));
+  // A GPU optimizer step: K comes in and W and K go out instead of dW; nothing runs on the host.
+  nlohmann::json gpu_update = base;
+  gpu_update["optimizer_offload"] = false;
+  const Runs on_gpu = simulate_both(trace, machine, harmony_plan("harmony-pp", trace, machine, gpu_update));
+  EXPECT_EQ(sum(bytes_per_device(on_gpu.fast, StepKind::offload, "dw.", 2)), 0u);
+  EXPECT_EQ(sum(bytes_per_device(on_gpu.fast, StepKind::offload, "w.", 2)), total_weight(profile));
+  EXPECT_EQ(sum(bytes_per_device(on_gpu.fast, StepKind::prefetch, "k.", 2)), 2 * total_weight(profile));
+  EXPECT_EQ(sum(bytes_per_device(on_gpu.fast, StepKind::offload, "k.", 2)), 2 * total_weight(profile));
+  for (const StepRecord& record : on_gpu.fast.timeline)
+    EXPECT_GE(record.device, 0) << record.label;
+  gpu_update["jit_update"] = false;
+  EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, gpu_update), InputError);
+  nlohmann::json other_u = base;
+  other_u["u_fwd"] = 4;
+  EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, other_u), InputError);
+}
+
+// DP Swap, N = 2, D = 8: m = 2 microbatches per GPU. Per GPU W in twice per microbatch (forward, backward), dW in
+// from the second microbatch and out after each, then W in, dW in and W out for the update: (4m + 2)|W| per GPU,
+// with and without recompute (which only changes the activations' traffic).
+TEST(DpSwapPlan, MovesFourMPlusTwoWeightsPerGpu)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const std::uint64_t W = total_weight(profile);
+  const int m = 2;
+  std::uint64_t saved_out[2] = {0, 0};
+  for (bool recompute : {false, true}) {
+    const Plan plan = harmony_plan("dp-swap", trace, machine, {{"minibatch", 8}, {"recompute", recompute}});
+    const Runs runs = simulate_both(trace, machine, plan);
+    report(recompute ? "dp-swap (R) N=2 R=4 D=8" : "dp-swap N=2 R=4 D=8", plan, runs);
+    for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+      for (int gpu = 0; gpu < 2; ++gpu) {
+        const auto g = static_cast<std::size_t>(gpu);
+        const std::uint64_t moved = bytes_per_device(*run, StepKind::prefetch, "w.", 2)[g] +
+                                    bytes_per_device(*run, StepKind::offload, "w.", 2)[g] +
+                                    bytes_per_device(*run, StepKind::prefetch, "dw.", 2)[g] +
+                                    bytes_per_device(*run, StepKind::offload, "dw.", 2)[g];
+        EXPECT_EQ(moved, (4 * m + 2) * W) << "recompute " << recompute << ", GPU " << gpu;
+      }
+    }
+    saved_out[recompute ? 1 : 0] = sum(bytes_per_device(runs.fast, StepKind::offload, "s.", 2));
+    EXPECT_EQ(runs.fast.metrics.recomputed_bytes > 0, recompute);
+  }
+  EXPECT_GT(saved_out[0], 0u);
+  EXPECT_EQ(saved_out[1], 0u);
+}
+
+TEST(HarmonyPlan, Deterministic)
+{
+  const Trace trace = layer_chain_trace(uniform_profile(4), kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const nlohmann::json params = {{"minibatch", 8}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}};
+  for (const char* planner : {"harmony-pp", "harmony-dp"})
+    EXPECT_EQ(plan_to_json(harmony_plan(planner, trace, machine, params)).dump(),
+              plan_to_json(harmony_plan(planner, trace, machine, params)).dump());
+  const nlohmann::json swap = {{"minibatch", 8}, {"recompute", true}};
+  EXPECT_EQ(plan_to_json(harmony_plan("dp-swap", trace, machine, swap)).dump(),
+            plan_to_json(harmony_plan("dp-swap", trace, machine, swap)).dump());
+}
+
+} // namespace
+} // namespace memsim
