@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 packages=(cmake ninja-build g++ clang-14 clang-format-14 pkg-config
           libsimgrid-dev libboost-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
           zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-          python3-matplotlib python3-numpy python3-torch
+          python3-matplotlib python3-numpy python3-torch libtorch-dev
           slurm-wlm munge  # the slurm test starts its own single-node cluster
           libclang-rt-14-dev)  # the fuzz preset's libFuzzer
 

@@ -9,6 +9,12 @@
 #include <exception>
 #include <string>
 
+#ifdef MEMSIM_WITH_TORCH
+namespace memsim::cli {
+void add_pilot_command(CLI::App& app, Context& context); // memsim pilot train | eval (cmd_pilot.cpp, libtorch)
+} // namespace memsim::cli
+#endif
+
 namespace {
 
 // The last word of a failing run must not fail itself: fmt::print throws when stderr cannot be written (a worker
@@ -38,6 +44,9 @@ int main(int argc, char** argv)
   memsim::cli::add_validate_command(app, context);
   memsim::cli::add_max_scale_command(app, context);
   memsim::cli::add_harmony_command(app, context);
+#ifdef MEMSIM_WITH_TORCH
+  memsim::cli::add_pilot_command(app, context); // cmd_pilot.cpp
+#endif
 
   try {
     app.parse(argc, argv);
