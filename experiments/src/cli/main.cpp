@@ -1,33 +1,40 @@
 // memsim: one executable, one subcommand per task. Bad input exits 2 with a located message.
 #include "commands.hpp"
-
-#include "memsim/common/error.hpp"
+#include "run_app.hpp"
 
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <exception>
-#include <string>
+#include <unistd.h>
 
-#ifdef MEMSIM_WITH_TORCH
-namespace memsim::cli {
-void add_pilot_command(CLI::App& app, Context& context); // memsim pilot train | eval (cmd_pilot.cpp, libtorch)
-} // namespace memsim::cli
-#endif
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
 
 namespace {
 
-// The last word of a failing run must not fail itself: fmt::print throws when stderr cannot be written (a worker
-// whose log is on a full disk), which here would end in std::terminate instead of the exit code.
-void print_error(const std::string& message) { std::fputs(message.c_str(), stderr); }
+#ifdef MEMSIM_WITH_TORCH
+// `memsim pilot ...` runs memsim-pilot, built beside memsim: only it links libtorch, whose loading (about half a
+// second and 190 MB) every other command would otherwise pay.
+int exec_pilot(char** argv)
+{
+  const std::filesystem::path pilot = memsim::cli::own_executable().parent_path() / "memsim-pilot";
+  ::execv(pilot.c_str(), argv);
+  std::fputs(fmt::format("memsim: pilot: cannot run {}: {}\n", pilot.string(), std::strerror(errno)).c_str(), stderr);
+  return 3;
+}
+#endif
 
 } // namespace
 
 int main(int argc, char** argv)
 {
+#ifdef MEMSIM_WITH_TORCH
+  if (argc >= 2 && std::string(argv[1]) == "pilot")
+    return exec_pilot(argv);
+#endif
   memsim::cli::Context context;
-  std::error_code ignored;
-  context.executable = std::filesystem::read_symlink("/proc/self/exe", ignored);
+  context.executable = memsim::cli::own_executable();
 
   CLI::App app{"memsim: simulate and plan GPU memory (swap, recompute, split) for DNN training"};
   app.require_subcommand(1);
@@ -45,23 +52,9 @@ int main(int argc, char** argv)
   memsim::cli::add_max_scale_command(app, context);
   memsim::cli::add_harmony_command(app, context);
 #ifdef MEMSIM_WITH_TORCH
-  memsim::cli::add_pilot_command(app, context); // cmd_pilot.cpp
+  // Listed in --help; `memsim pilot ...` never reaches this parser (exec_pilot above).
+  app.add_subcommand("pilot", "DyNN-Offload's pilot: train it, evaluate it (libtorch; runs memsim-pilot)")
+      ->allow_extras();
 #endif
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    int code = app.exit(error);
-    return code == 0 ? 0 : 2;
-  } catch (const memsim::InputError& error) {
-    print_error(fmt::format("memsim: {}\n", error.what()));
-    return 2;
-  } catch (const memsim::Infeasible& error) {
-    print_error(fmt::format("memsim: infeasible: {}\n", error.what()));
-    return 1;
-  } catch (const std::exception& error) {
-    print_error(fmt::format("memsim: internal error: {}\n", error.what()));
-    return 3;
-  }
-  return context.exit_code;
+  return memsim::cli::run_app(app, context, argc, argv);
 }
