@@ -347,14 +347,6 @@ double own_host_bandwidth(const Machine& machine)
   return std::isfinite(bandwidth) ? bandwidth : 0;
 }
 
-// A planner that fuses the models itself (declares a `models` parameter: hfta) gets the single model and N.
-bool plans_the_models_itself(const std::string& planner)
-{
-  const PlannerInfo& info = planner_registry().get(planner);
-  return std::any_of(info.params.begin(), info.params.end(),
-                     [](const ParamSpec& spec) { return spec.name == "models"; });
-}
-
 Json key_json(const Cell& cell)
 {
   Json key = cell_to_json(cell);
@@ -570,7 +562,7 @@ std::vector<Cell> expand_cells(const Experiment& experiment)
     cell.base_workload = point.workload.base;
     cell.batch = point.workload.batch;
     cell.models = point.workload.models;
-    if (cell.models && point.workload.single_model && plans_the_models_itself(cell.planner)) {
+    if (cell.models && point.workload.single_model && planner_fuses_models(cell.planner)) {
       cell.single_model_file = point.workload.single_model_file;
       cell.single_model_hash = stable_hash(trace_to_json(*point.workload.single_model).dump());
       cell.params["models"] = *cell.models;
@@ -748,8 +740,7 @@ CellResult run_cell(const Cell& cell)
   result.metrics = run.metrics;
   // A fused trace keeps one model's batch and every model trains it, whatever the plan's instances (hfta's subsets).
   if (cell.models && result.metrics.samples_per_s)
-    result.metrics.samples_per_s = static_cast<double>(*trace_batch_size(planned)) * static_cast<double>(*cell.models) /
-                                   result.metrics.steady_iteration_time_s;
+    result.metrics.samples_per_s = models_samples_per_s(planned, *cell.models, result.metrics.steady_iteration_time_s);
   if (plan.params.is_object() && plan.params.contains("partition"))
     result.partition = plan.params["partition"].is_string() ? plan.params["partition"].get<std::string>()
                                                             : plan.params["partition"].dump();

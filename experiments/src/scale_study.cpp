@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -212,12 +213,30 @@ Trace workload_at(const ScaleStudy& study, std::int64_t value)
   return generate_at(study, value);
 }
 
+bool planner_fuses_models(const std::string& planner)
+{
+  const PlannerInfo& info = planner_registry().get(planner);
+  return std::any_of(info.params.begin(), info.params.end(),
+                     [](const ParamSpec& spec) { return spec.name == "models"; });
+}
+
+std::optional<double> models_samples_per_s(const Trace& trace, std::int64_t models, double steady_iteration_time_s)
+{
+  const std::optional<std::int64_t> batch = trace_batch_size(trace);
+  if (!batch || !(steady_iteration_time_s > 0))
+    return std::nullopt;
+  return static_cast<double>(*batch) * static_cast<double>(models) / steady_iteration_time_s;
+}
+
 ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
 {
-  const Trace trace = workload_at(study, value);
+  const bool fuses_itself = study.axis == ScaleAxis::models && planner_fuses_models(study.planner);
+  const Trace trace = workload_at(study, fuses_itself ? 1 : value);
   PlanRequest request;
   request.budget_bytes = study.budget_bytes;
   request.params = study.planner_params;
+  if (fuses_itself)
+    request.params["models"] = value;
   ProbeOutcome outcome;
   Plan plan;
   try {
@@ -238,10 +257,11 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
     return outcome;
   }
   outcome.iteration_time_s = run.metrics.iteration_time_s;
-  // The core's figure (the trace's batch over the steady iteration time); 0 when the trace says no batch.
-  outcome.samples_per_s = run.metrics.samples_per_s.value_or(0);
-  if (study.axis == ScaleAxis::models) // a fused trace keeps one model's batch: every model trains it
-    outcome.samples_per_s *= static_cast<double>(value);
+  // The core's figure (the trace's batch over the steady iteration time); 0 when the trace says no batch. On the
+  // models axis every model trains the single model's batch.
+  outcome.samples_per_s = study.axis == ScaleAxis::models
+                              ? models_samples_per_s(trace, value, run.metrics.steady_iteration_time_s).value_or(0)
+                              : run.metrics.samples_per_s.value_or(0);
   outcome.feasible = true;
   if (study.min_samples_per_s && outcome.samples_per_s < *study.min_samples_per_s) {
     outcome.feasible = false;
@@ -250,7 +270,9 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
     return outcome;
   }
   if (study.max_overhead) {
-    const double reference_s = unlimited_keep_all_time_s(trace, study.machine, study.simulation);
+    // Against keep-all on the whole workload (the N-model fused trace when the planner fused the models itself).
+    const double reference_s =
+        unlimited_keep_all_time_s(fuses_itself ? workload_at(study, value) : trace, study.machine, study.simulation);
     if (outcome.iteration_time_s > *study.max_overhead * reference_s) {
       outcome.feasible = false;
       outcome.reason = fmt::format("iteration {:.6g} s is over {:g} x keep-all's {:.6g} s on an unlimited GPU",

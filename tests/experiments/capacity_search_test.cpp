@@ -174,6 +174,33 @@ TEST(ScaleStudy, ModelsAxisFusesCopiesUntilTheBudgetIsFull)
   EXPECT_THROW(set_axis_step(study, 0.5), InputError);
 }
 
+// hfta fuses the models itself: on the models axis it gets the single model and models = N, runs subsets of at most
+// k* one after another, and so trains any N; its time at N = 7 with k* = 5 is keep-all's at 5 plus keep-all's at 2.
+TEST(ScaleStudy, ModelsAxisGivesAPlannerThatFusesTheSingleModel)
+{
+  ASSERT_TRUE(kTestChainRegistered);
+  ScaleStudy study = small_cnn_study();
+  parse_workload_spec("test-chain:batch=3", study);
+  set_axis(study, ScaleAxis::models, "");
+  const std::uint64_t single = default_memory_profile(workload_at(study, 1)).peak_bytes;
+  study.budget_bytes = 5 * single + single / 2;
+  const ProbeOutcome five = probe_study(study, 5);
+  const ProbeOutcome two = probe_study(study, 2);
+  ASSERT_TRUE(five.feasible && two.feasible);
+  EXPECT_FALSE(probe_study(study, 7).feasible); // keep-all on 7 fused models
+
+  study.planner = "hfta";
+  const ProbeOutcome seven = probe_study(study, 7);
+  ASSERT_TRUE(seven.feasible) << seven.reason;
+  EXPECT_NEAR(seven.iteration_time_s, five.iteration_time_s + two.iteration_time_s, 1e-12);
+  EXPECT_DOUBLE_EQ(seven.samples_per_s, 21.0 / seven.iteration_time_s); // 7 models x batch 3
+  const CapacityResult result =
+      find_largest_feasible([&](std::int64_t v) { return probe_study(study, v); }, {1, 16, 2});
+  ASSERT_TRUE(result.largest);
+  EXPECT_EQ(*result.largest, 16);
+  EXPECT_TRUE(result.reached_limit);
+}
+
 TEST(ScaleStudy, ARecordedTraceIsRescaledToEachBatch)
 {
   // The same chain recorded at batch 4 (4 MB activations): `memsim trace rescale` makes it 1 MB x batch again, so
