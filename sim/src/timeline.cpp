@@ -219,6 +219,9 @@ nlohmann::json metrics_to_json(const RunResult& result)
   document["on_demand_fetches"] = m.policy.on_demand_fetches;
   document["on_demand_bytes"] = m.policy.on_demand_bytes;
   document["mispredicted_iterations"] = m.policy.mispredicted_iterations;
+  document["fault_batches"] = m.policy.fault_batches;
+  document["fault_missing_bytes"] = m.policy.fault_missing_bytes;
+  document["fault_migrated_bytes"] = m.policy.fault_migrated_bytes;
   return document;
 }
 
@@ -304,6 +307,11 @@ RunResult timeline_from_json(const nlohmann::json& document, const std::string& 
       result.metrics.policy.on_demand_bytes = metrics.at("on_demand_bytes").as_uint();
     if (metrics.has("mispredicted_iterations"))
       result.metrics.policy.mispredicted_iterations = metrics.at("mispredicted_iterations").as_uint();
+    for (auto [key, field] : {std::pair{"fault_batches", &PolicyCounters::fault_batches},
+                              std::pair{"fault_missing_bytes", &PolicyCounters::fault_missing_bytes},
+                              std::pair{"fault_migrated_bytes", &PolicyCounters::fault_migrated_bytes}})
+      if (metrics.has(key))
+        result.metrics.policy.*field = metrics.at(key).as_uint();
     if (metrics.has("samples_per_s") && !metrics.at("samples_per_s").value().is_null())
       result.metrics.samples_per_s = metrics.at("samples_per_s").as_number();
   }

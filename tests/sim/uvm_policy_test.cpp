@@ -121,6 +121,9 @@ TEST_P(UvmOnEngine, OneFourMiBTensorIsTwoFaultBatchesAndFourMiBOfMigration)
   EXPECT_NEAR(result.metrics.iteration_time_s, (2 * kBatchMs + 4 * kMiBMs + 1) * kMs, 1e-12);
   ASSERT_TRUE(result.realized_plan);
   EXPECT_THAT(service_times(*result.realized_plan), ElementsAre(::testing::DoubleEq(2 * kBatchMs * kMs)));
+  EXPECT_EQ(result.metrics.policy.fault_batches, 2u);
+  EXPECT_EQ(result.metrics.policy.fault_missing_bytes, 4 * kMiB);
+  EXPECT_EQ(result.metrics.policy.fault_migrated_bytes, 4 * kMiB);
 }
 
 // Three 640 KiB weights share VA block 1 (units 0-9, 10-19, 20-29; x, 2 MiB, has block 0), all on the host. f0
@@ -139,9 +142,15 @@ TEST_P(UvmOnEngine, SmallTensorsInOneVaBlockMigrateTogether)
   // a1 came with a0's fault (no service time of its own); a2 is a second fault of one batch.
   EXPECT_THAT(service_times(*result.realized_plan),
               ElementsAre(::testing::DoubleEq(kBatchMs * kMs), 0.0, ::testing::DoubleEq(kBatchMs * kMs)));
+  // Two faults (a0, a2) of one batch each missed 2 x 640 KiB; a0's brought a1 along: 3 x 640 KiB migrated.
+  EXPECT_EQ(result.metrics.policy.fault_batches, 2u);
+  EXPECT_EQ(result.metrics.policy.fault_missing_bytes, 2 * 640 * kKiB);
+  EXPECT_EQ(result.metrics.policy.fault_migrated_bytes, 3 * 640 * kKiB);
   // With the prefetcher off (threshold 100 %), a1 faults on its own too: one batch more.
   const RunResult off = run_and_replay(trace, in_order(trace, 0, {1, 2, 3}, {{"prefetch_threshold", 100}}));
   EXPECT_NEAR(off.metrics.iteration_time_s, (3 * kBatchMs + 3 * 0.625 * kMiBMs + 3) * kMs, 1e-12);
+  EXPECT_EQ(off.metrics.policy.fault_batches, 3u);
+  EXPECT_EQ(off.metrics.policy.fault_missing_bytes, off.metrics.policy.fault_migrated_bytes);
 }
 
 // x and a0..a2 are 2 MiB each, one VA block each; budget 6 MiB. f0 x -> a0, f1 x -> a1, f2 x -> a2 (1 ms each):

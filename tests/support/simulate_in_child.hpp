@@ -50,7 +50,10 @@ inline nlohmann::json run_result_to_wire(const RunResult& result)
                            m.swap_overlap_fraction,
                            m.policy.on_demand_fetches,
                            m.policy.on_demand_bytes,
-                           m.policy.mispredicted_iterations}},
+                           m.policy.mispredicted_iterations,
+                           m.policy.fault_batches,
+                           m.policy.fault_missing_bytes,
+                           m.policy.fault_migrated_bytes}},
                          {"steps", std::move(steps)},
                          {"memory", std::move(memory)}};
   if (result.error) {
@@ -99,6 +102,9 @@ inline RunResult run_result_from_wire(const nlohmann::json& wire)
   metrics.policy.on_demand_fetches = m[20].get<std::uint64_t>();
   metrics.policy.on_demand_bytes = m[21].get<std::uint64_t>();
   metrics.policy.mispredicted_iterations = m[22].get<std::uint64_t>();
+  metrics.policy.fault_batches = m[23].get<std::uint64_t>();
+  metrics.policy.fault_missing_bytes = m[24].get<std::uint64_t>();
+  metrics.policy.fault_migrated_bytes = m[25].get<std::uint64_t>();
   for (const nlohmann::json& s : wire.at("steps"))
     result.timeline.push_back(StepRecord{s[0].get<StepId>(), static_cast<StepKind>(s[1].get<int>()), s[2].get<int>(),
                                          s[3].get<std::string>(), s[4].get<double>(), s[5].get<double>(),

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -49,7 +51,13 @@ void print_summary(const Metrics& metrics, const std::optional<ExecutionError>& 
              100 * metrics.pcie_d2h_utilization);
   fmt::print("recompute/compute {:.1f} %; compute hiding a copy {:.1f} %\n", 100 * metrics.recompute_fraction,
              100 * metrics.swap_overlap_fraction);
-  if (metrics.policy != PolicyCounters{}) // a policy that counts its mispredictions
+  if (metrics.policy.fault_batches > 0) // uvm
+    fmt::print("page faults      {} batches; {} missed, {} migrated ({:.2f}x)\n", metrics.policy.fault_batches,
+               units::format_bytes(static_cast<double>(metrics.policy.fault_missing_bytes)),
+               units::format_bytes(static_cast<double>(metrics.policy.fault_migrated_bytes)),
+               static_cast<double>(metrics.policy.fault_migrated_bytes) /
+                   static_cast<double>(std::max<std::uint64_t>(metrics.policy.fault_missing_bytes, 1)));
+  if (metrics.policy.on_demand_fetches > 0 || metrics.policy.mispredicted_iterations > 0) // dynn-offload
     fmt::print("on demand        {} fetches, {}; {} mispredicted iterations\n", metrics.policy.on_demand_fetches,
                units::format_bytes(static_cast<double>(metrics.policy.on_demand_bytes)),
                metrics.policy.mispredicted_iterations);

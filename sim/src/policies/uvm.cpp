@@ -109,8 +109,11 @@ public:
                    static_cast<std::uint64_t>(options_.fault_batch);
       }
     }
+    counters_.fault_batches += batches;
+    counters_.fault_missing_bytes += view.trace().tensor(slot.tensor).bytes;
     std::vector<PolicyAction> actions;
     for (TensorId tensor : moving) {
+      counters_.fault_migrated_bytes += view.trace().tensor(tensor).bytes;
       PolicyAction fetch = PolicyAction::fetch(TensorSlot{slot.space, slot.instance, tensor});
       if (actions.empty())
         fetch.service_s = static_cast<double>(batches) * options_.fault_batch_s;
@@ -177,6 +180,7 @@ public:
   }
 
   std::string refusal() const override { return refusal_; }
+  PolicyCounters counters() const override { return counters_; }
 
 private:
   struct Space { // one device of one instance
@@ -329,6 +333,7 @@ private:
   std::map<int, std::set<std::tuple<std::uint64_t, int, std::uint64_t>>> lru_; // device -> (stamp, instance, block)
   std::uint64_t clock_ = 0;
   std::string refusal_; // why the last allocation was refused (the oversubscription cap)
+  PolicyCounters counters_;
 };
 
 } // namespace

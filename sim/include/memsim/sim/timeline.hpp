@@ -58,11 +58,16 @@ struct ExecutionError {
 };
 
 // Counts an online policy keeps of its own decisions (zero without a policy, and when a realized plan is replayed):
-// fetches a step had to wait for that the policy had not predicted, and iterations with at least one of them.
+// fetches a step had to wait for that the policy had not predicted, and iterations with at least one of them; for
+// `uvm`, its page faults: fault batches serviced, the bytes the faulting reads missed and the bytes the (prefetch-
+// widened) faults migrated (their ratio is UVM's amplification, spec uvm_amplification).
 struct PolicyCounters {
   std::uint64_t on_demand_fetches = 0;
   std::uint64_t on_demand_bytes = 0;
   std::uint64_t mispredicted_iterations = 0;
+  std::uint64_t fault_batches = 0;
+  std::uint64_t fault_missing_bytes = 0;
+  std::uint64_t fault_migrated_bytes = 0;
   bool operator==(const PolicyCounters&) const = default;
 };
 
