@@ -9,17 +9,28 @@
 //   oracle  each iteration's own graph is partitioned at its start (perfect prediction, the `dynn-block` DP);
 //   stale   iteration 0's blocks and working sets replayed on every iteration (the PGO failure the paper motivates):
 //           blocks by op count, working sets by tensor name with the "it<0>." prefix renamed to the current
-//           iteration's; names that do not exist are skipped.
-// Not modelled: the pilot MLP, the idiom table and the memo cache (the oracle stands for a perfect pilot); the
-// barrier is per tensor (an op waits for the copies of what it reads, not for the whole migration).
+//           iteration's; names that do not exist are skipped;
+//   pilot   a trained pilot (pilot_model=FILE, `memsim pilot train`) predicts each iteration's blocks from its input
+//           sample and the static architecture (plain-C++ forward pass, pilot_model.hpp); the working sets are those
+//           of the iteration's ops in the predicted op ranges, as the oracle's. Block counting follows the predicted
+//           counts: when they add up to fewer ops than the iteration runs, the ops after the last predicted block
+//           belong to none and what they need is fetched on demand (a misprediction); blocks predicted past the
+//           iteration's end are never reached. With `memo`, an iteration with on-demand fetches records its correct
+//           blocks (the DP's) under its rounded pilot output, and a later iteration with the same output uses them.
+// Not modelled: the resolver from predicted blocks to a predicted graph (working sets come from the resolved
+// iteration), the pilot's inference time; the barrier is per tensor (an op waits for the copies of what it reads,
+// not for the whole migration).
+#include "memsim/common/error.hpp"
 #include "memsim/common/policy_registry.hpp"
 #include "memsim/planners/dynn/blocks.hpp"
+#include "memsim/planners/dynn/pilot_model.hpp"
 #include "memsim/planners/dynn/problem.hpp"
 #include "memsim/sim/memory_policy.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -34,6 +45,8 @@ struct DynnOffloadOptions {
   std::string prediction = "oracle";
   std::string dp_sets = "conservative";
   double dp_work_limit = 1e9;
+  std::string pilot_model;
+  bool memo = true;
 };
 
 struct PredictedBlock {
@@ -45,7 +58,10 @@ struct PredictedBlock {
 
 class DynnOffload final : public MemoryPolicy {
 public:
-  explicit DynnOffload(const DynnOffloadOptions& options) : options_(options) {}
+  DynnOffload(const DynnOffloadOptions& options, std::shared_ptr<const dynn::PilotInference> pilot)
+      : options_(options), pilot_(std::move(pilot))
+  {
+  }
 
   void on_access(const TensorAccess& access, const PolicyView& view) override
   {
@@ -190,6 +206,8 @@ private:
     const Op& op = view.trace().op(*step.op);
     current_op_ = op_index_[static_cast<std::size_t>(op.id)];
     if (op.iteration != iteration_ || !started_) {
+      if (started_)
+        remember_misprediction();
       started_ = true;
       iteration_ = op.iteration;
       ops_launched_ = 0;
@@ -199,6 +217,9 @@ private:
     }
     while (block_ + 1 < blocks_.size() && ops_launched_ >= blocks_[block_].end)
       ++block_;
+    // The pilot's counts can end before the iteration does: the ops after its last block are in no block.
+    if (pilot_ && !blocks_.empty() && ops_launched_ >= blocks_.back().end)
+      block_ = blocks_.size();
   }
 
   // Evict what blocks `block` and `block + 1` do not need, then prefetch what they miss within the budget; `waited`
@@ -297,6 +318,10 @@ private:
       blocks_ = partition(problems_[found->second], nullptr);
       return;
     }
+    if (pilot_) {
+      blocks_ = blocks_of(problems_[found->second], pilot_partition(problems_[found->second], view), nullptr);
+      return;
+    }
     if (stale_blocks_.empty())
       stale_blocks_ = partition(problems_.front(), &view);
     const std::string from = fmt::format("it{}.", problems_.front().iteration);
@@ -325,15 +350,64 @@ private:
   // for the stale prediction.
   std::vector<PredictedBlock> partition(const dynn::IterationProblem& iteration, const PolicyView* names_of)
   {
+    return blocks_of(iteration, dp_partition(iteration), names_of);
+  }
+
+  dynn::Partition dp_partition(const dynn::IterationProblem& iteration) const
+  {
     const dynn::BlockIndex index(iteration.problem);
     const dynn::DpSets sets = options_.dp_sets == "exact" ? dynn::DpSets::exact : dynn::DpSets::conservative;
-    const dynn::Partition ends = dynn::partition_dp(index, options_.dp_work_limit, sets).partition;
+    return dynn::partition_dp(index, options_.dp_work_limit, sets).partition;
+  }
+
+  // The pilot's blocks for `iteration`: the memo's when it holds the pilot's output, else the predicted op counts
+  // (§1.4's mapping when they add up; else followed as far as they go, cut at the iteration's end).
+  dynn::Partition pilot_partition(const dynn::IterationProblem& iteration, const PolicyView& view)
+  {
+    std::vector<double> input = dynn::input_sample_features(view.trace(), iteration.ops);
+    input.insert(input.end(), architecture_.begin(), architecture_.end());
+    const std::vector<double> label = pilot_->predict(input, *pilot_->default_type());
+    memo_key_.clear();
+    for (double value : label)
+      memo_key_.push_back(std::llround(value));
+    if (const auto memo = memo_.find(memo_key_); memo != memo_.end())
+      return memo->second;
+    const std::size_t op_count = iteration.ops.size();
+    if (std::optional<dynn::Partition> exact = dynn::partition_from_label(label, op_count))
+      return *exact;
+    dynn::Partition ends;
+    std::size_t end = 0;
+    for (std::size_t slot = 0; slot * dynn::kBlockVectorSize < label.size() && end < op_count; ++slot) {
+      const double ops = std::round(label[slot * dynn::kBlockVectorSize]);
+      if (!(ops >= 1))
+        break;
+      end = std::min(op_count, end + static_cast<std::size_t>(ops));
+      ends.push_back(end);
+    }
+    return ends;
+  }
+
+  // After an iteration the pilot mispredicted: its correct blocks for the pilot output it was predicted from.
+  void remember_misprediction()
+  {
+    if (!pilot_ || !options_.memo || mispredicted_iteration_ != iteration_)
+      return;
+    const auto found = problem_of_iteration_.find(iteration_);
+    if (found != problem_of_iteration_.end())
+      memo_.insert_or_assign(memo_key_, dp_partition(problems_[found->second]));
+  }
+
+  // The predicted blocks of `iteration` cut at `ends`: the working sets, outputs and workspace of its ops in each
+  // range; with `names_of`, also records them by name for the stale prediction.
+  std::vector<PredictedBlock> blocks_of(const dynn::IterationProblem& iteration, const dynn::Partition& ends,
+                                        const PolicyView* names_of)
+  {
     std::vector<PredictedBlock> blocks;
     std::size_t begin = 0;
     for (std::size_t end : ends) {
       PredictedBlock block;
       block.end = end;
-      for (std::size_t i = begin; i < end; ++i) {
+      for (std::size_t i = begin; i < std::min(end, iteration.problem.ops.size()); ++i) {
         const dynn::BlockOp& op = iteration.problem.ops[i];
         block.workspace = std::max(block.workspace, op.workspace_bytes);
         for (std::uint32_t t : op.tensors)
@@ -376,9 +450,15 @@ private:
     }
     for (const Tensor& tensor : trace.tensors)
       by_name_.try_emplace(tensor.name, tensor.id);
+    if (pilot_)
+      architecture_ = dynn::architecture_features(trace, pilot_->shape());
   }
 
   DynnOffloadOptions options_;
+  std::shared_ptr<const dynn::PilotInference> pilot_; // with prediction=pilot
+  std::vector<double> architecture_;                  // the pilot's static-architecture features of the trace
+  std::vector<long long> memo_key_;                   // the running iteration's rounded pilot output
+  std::map<std::vector<long long>, dynn::Partition> memo_;
   bool prepared_ = false;
   std::vector<dynn::IterationProblem> problems_;
   std::map<int, std::size_t> problem_of_iteration_;
@@ -413,13 +493,31 @@ MEMSIM_REGISTER_POLICY(
     "blocks j and j+1 do not need and prefetch their predicted working sets; unpredicted tensors are fetched on demand",
     {param("prediction", &DynnOffloadOptions::prediction,
            "oracle: partition each iteration's own graph (perfect prediction); stale: replay iteration 0's blocks and "
-           "working sets on every iteration (PGO), matched by tensor name",
-           {.choices = {"oracle", "stale"}}),
+           "working sets on every iteration (PGO), matched by tensor name; pilot: a trained pilot predicts each "
+           "iteration's blocks (pilot_model)",
+           {.choices = {"oracle", "stale", "pilot"}}),
+     param("pilot_model", &DynnOffloadOptions::pilot_model,
+           "with prediction=pilot: the memsim-pilot JSON file (memsim pilot train) run before each iteration"),
+     param("memo", &DynnOffloadOptions::memo,
+           "with prediction=pilot: after an iteration with on-demand fetches, remember its correct blocks for the "
+           "same pilot output and use them when the pilot gives that output again"),
      param("dp_sets", &DynnOffloadOptions::dp_sets,
            "the partitioning DP's migration sets, as dynn-block's: conservative or exact",
            {.choices = {"conservative", "exact"}}),
      param("dp_work_limit", &DynnOffloadOptions::dp_work_limit,
            "above this much DP work the partitioner falls back (as dynn-block's)", {.min = 1})},
-    [](const DynnOffloadOptions& options) { return std::make_unique<DynnOffload>(options); });
+    [](const DynnOffloadOptions& options) {
+      std::shared_ptr<const dynn::PilotInference> pilot;
+      if (options.prediction == "pilot") {
+        if (options.pilot_model.empty())
+          throw InputError("dynn-offload", "prediction=pilot needs pilot_model=FILE (a memsim pilot train output)");
+        pilot = std::make_shared<const dynn::PilotInference>(dynn::PilotInference::load(options.pilot_model));
+        if (!pilot->default_type())
+          throw InputError(options.pilot_model, "the model records no network type and has more than one network");
+      } else if (!options.pilot_model.empty()) {
+        throw InputError("dynn-offload", "pilot_model is given but prediction is not pilot");
+      }
+      return std::make_unique<DynnOffload>(options, std::move(pilot));
+    });
 
 } // namespace memsim

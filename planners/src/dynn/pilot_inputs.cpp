@@ -66,8 +66,7 @@ std::vector<double> input_sample_features(const Trace& trace, const std::vector<
   return features;
 }
 
-std::vector<PilotSample> pilot_samples(const Trace& trace, const Machine& machine, std::uint64_t capacity_bytes,
-                                       NetworkType type, const PilotShape& shape)
+std::vector<double> architecture_features(const Trace& trace, const PilotShape& shape)
 {
   std::vector<OpId> all_ops(trace.ops.size());
   for (std::size_t i = 0; i < all_ops.size(); ++i)
@@ -76,6 +75,13 @@ std::vector<PilotSample> pilot_samples(const Trace& trace, const Machine& machin
   for (const OpSignature& row : static_architecture(trace, all_ops, shape.static_rows))
     architecture.insert(architecture.end(), row.begin(), row.begin() + kIdiomCount);
   architecture.resize(shape.static_rows * kIdiomCount, 0.0);
+  return architecture;
+}
+
+std::vector<PilotSample> pilot_samples(const Trace& trace, const Machine& machine, std::uint64_t capacity_bytes,
+                                       NetworkType type, const PilotShape& shape)
+{
+  const std::vector<double> architecture = architecture_features(trace, shape);
 
   std::vector<PilotSample> samples;
   for (IterationLabel& label : iteration_labels(trace, machine, capacity_bytes)) {

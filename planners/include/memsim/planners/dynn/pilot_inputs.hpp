@@ -40,6 +40,10 @@ struct PilotSample {
   std::size_t op_count = 0;
 };
 
+// The static-architecture part of the pilot's input for `trace` (shape.static_rows rows of idiom counts, zeros
+// past the model's rows): the same for every iteration of the trace.
+std::vector<double> architecture_features(const Trace& trace, const PilotShape& shape);
+
 // One sample per iteration of `trace` (labels at `capacity_bytes` per buffer, see labels.hpp).
 std::vector<PilotSample> pilot_samples(const Trace& trace, const Machine& machine, std::uint64_t capacity_bytes,
                                        NetworkType type, const PilotShape& shape);
