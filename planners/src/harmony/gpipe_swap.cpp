@@ -1,0 +1,110 @@
+// gpipe-swap: Harmony's "GP Swap" baseline (spec §1.9) as a static plan over a layer-chain trace: GPipe with a
+// per-GPU swap of every layer's tensors (swap_emitter.hpp, as dp-swap). The chain is split into N contiguous stages
+// balanced by compute, stage s on GPU s; all m = D / u microbatches run forward through the pipeline, then all run
+// backward (the flush), Y and dX crossing stage boundaries by send/recv; after the flush each GPU updates its
+// stage's layers (h2d dW, W, K, the optimizer step on the GPU, d2h W and K). Each stage's weight traffic is
+// (4m + 2)|W_s| on its GPU, (4m + 2)|W| in all. recompute=true swaps out only each stage's input per microbatch and
+// recomputes the stage's forward (W swapped in again) before its backward: (5m + 2)|W_s|.
+#include "swap_emitter.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/planners/harmony/estimator.hpp"
+#include "memsim/planners/planner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace memsim {
+namespace {
+
+// Layer l's compute in one training step: forward, the activations kept, backward.
+double layer_time(const Trace& trace, const LayerChainIds& chain, std::size_t l)
+{
+  double time = trace.op(chain.forward[l]).time_s + trace.op(chain.backward[l]).time_s;
+  if (chain.save[l])
+    time += trace.op(*chain.save[l]).time_s;
+  return time;
+}
+
+// The contiguous split of the chain into `stages` non-empty stages whose slowest stage is fastest (dynamic
+// programming over prefixes; ties keep the earliest cut, so the split is deterministic).
+std::vector<harmony::LayerPack> balanced_stages(const Trace& trace, const LayerChainIds& chain, std::size_t stages)
+{
+  const std::size_t layers = chain.layers();
+  std::vector<double> prefix(layers + 1, 0);
+  for (std::size_t l = 0; l < layers; ++l)
+    prefix[l + 1] = prefix[l] + layer_time(trace, chain, l);
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  // slowest[k][j]: the best slowest stage over the first j layers in k stages; cut[k][j]: where its last stage starts
+  std::vector<std::vector<double>> slowest(stages + 1, std::vector<double>(layers + 1, kNone));
+  std::vector<std::vector<std::size_t>> cut(stages + 1, std::vector<std::size_t>(layers + 1, 0));
+  slowest[0][0] = 0;
+  for (std::size_t k = 1; k <= stages; ++k)
+    for (std::size_t j = k; j <= layers; ++j)
+      for (std::size_t i = k - 1; i < j; ++i) {
+        const double candidate = std::max(slowest[k - 1][i], prefix[j] - prefix[i]);
+        if (candidate < slowest[k][j]) {
+          slowest[k][j] = candidate;
+          cut[k][j] = i;
+        }
+      }
+  std::vector<harmony::LayerPack> result(stages);
+  std::size_t end = layers;
+  for (std::size_t k = stages; k > 0; --k) {
+    result[k - 1] = {cut[k][end], end - 1};
+    end = cut[k][end];
+  }
+  return result;
+}
+
+Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanRequest&,
+                     const harmony::SwapBaselineOptions& options)
+{
+  const LayerChainIds chain = layer_chain_ids(trace, trace.name);
+  const int gpus = harmony::swap_baseline_gpus(options.gpus, machine);
+  if (static_cast<std::size_t>(gpus) > chain.layers())
+    throw InputError("gpus", fmt::format("{} stages asked of a chain of {} layers", gpus, chain.layers()));
+  const int u = static_cast<int>(trace.source.batch);
+  if (options.minibatch <= 0 || options.minibatch % u != 0)
+    throw InputError("minibatch", fmt::format("{} samples do not split into microbatches of {} (the trace's)",
+                                              options.minibatch, u));
+  const int microbatches = options.minibatch / u;
+  const std::vector<harmony::LayerPack> packs = balanced_stages(trace, chain, static_cast<std::size_t>(gpus));
+  std::vector<harmony::SwapStage> stages;
+  for (int s = 0; s < gpus; ++s)
+    stages.push_back({packs[static_cast<std::size_t>(s)].first, packs[static_cast<std::size_t>(s)].last, s, s - 1,
+                      s + 1 < gpus ? s + 1 : -1});
+
+  Plan plan;
+  harmony::init_swap_plan(plan);
+  harmony::LayerSwapEmitter emit(chain, gpus,
+                                 options.recompute ? harmony::Recompute::per_stage : harmony::Recompute::none, plan);
+  for (int i = 0; i < microbatches; ++i)
+    for (const harmony::SwapStage& stage : stages)
+      emit.forward(stage, i);
+  for (int i = 0; i < microbatches; ++i)
+    for (auto stage = stages.rbegin(); stage != stages.rend(); ++stage)
+      emit.backward(*stage, i, i > 0);
+  for (const harmony::SwapStage& stage : stages)
+    emit.update(stage.first, stage.last, {stage.gpu});
+  plan.params["configuration"] = {{"gpus", gpus},
+                                  {"minibatch", options.minibatch},
+                                  {"microbatch", u},
+                                  {"microbatches", microbatches},
+                                  {"stages", harmony::format_packs(packs)}};
+  return plan;
+}
+
+} // namespace
+
+MEMSIM_REGISTER_PLANNER(gpipe_swap, "gpipe-swap",
+                        "GP Swap (Harmony's baseline): GPipe over N compute-balanced contiguous stages, all forwards "
+                        "then all backwards, every GPU swaps its stage's layers in and out per microbatch, boundaries "
+                        "by send/recv, GPU update per stage after the flush; workload: memsim gen layer-chain",
+                        harmony::swap_baseline_params("swap out only each stage's input and recompute the "
+                                                      "stage's forward before its backward"),
+                        plan_gpipe_swap);
+
+} // namespace memsim
