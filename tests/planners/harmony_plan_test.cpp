@@ -117,6 +117,19 @@ std::uint64_t sum(const std::vector<std::uint64_t>& values)
   return total;
 }
 
+// W and dW swapped in and out, per device.
+std::vector<std::uint64_t> weight_traffic(const RunResult& run, int gpus)
+{
+  std::vector<std::uint64_t> moved(static_cast<std::size_t>(gpus), 0);
+  for (StepKind kind : {StepKind::prefetch, StepKind::offload})
+    for (const char* prefix : {"w.", "dw."}) {
+      const std::vector<std::uint64_t> bytes = bytes_per_device(run, kind, prefix, gpus);
+      for (std::size_t g = 0; g < moved.size(); ++g)
+        moved[g] += bytes[g];
+    }
+  return moved;
+}
+
 void report(const std::string& what, const Plan& plan, const Runs& runs)
 {
   std::cout << what << ": simulated " << runs.fast.metrics.iteration_time_s << " s, Harmony's estimate "
@@ -282,10 +295,7 @@ TEST(DpSwapPlan, MovesFourMPlusTwoWeightsPerGpu)
     for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
       for (int gpu = 0; gpu < 2; ++gpu) {
         const auto g = static_cast<std::size_t>(gpu);
-        const std::uint64_t moved = bytes_per_device(*run, StepKind::prefetch, "w.", 2)[g] +
-                                    bytes_per_device(*run, StepKind::offload, "w.", 2)[g] +
-                                    bytes_per_device(*run, StepKind::prefetch, "dw.", 2)[g] +
-                                    bytes_per_device(*run, StepKind::offload, "dw.", 2)[g];
+        const std::uint64_t moved = weight_traffic(*run, 2)[g];
         EXPECT_EQ(moved, (4 * m + 2) * W) << "recompute " << recompute << ", GPU " << gpu;
       }
     }
@@ -316,10 +326,7 @@ TEST(GpipeSwapPlan, MovesFourMPlusTwoStageWeightsPerGpu)
     for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
       for (int gpu = 0; gpu < 2; ++gpu) {
         const auto g = static_cast<std::size_t>(gpu);
-        const std::uint64_t moved = bytes_per_device(*run, StepKind::prefetch, "w.", 2)[g] +
-                                    bytes_per_device(*run, StepKind::offload, "w.", 2)[g] +
-                                    bytes_per_device(*run, StepKind::prefetch, "dw.", 2)[g] +
-                                    bytes_per_device(*run, StepKind::offload, "dw.", 2)[g];
+        const std::uint64_t moved = weight_traffic(*run, 2)[g];
         EXPECT_EQ(moved, ((recompute ? 5 : 4) * m + 2) * stage_weight[g])
             << "recompute " << recompute << ", GPU " << gpu;
       }

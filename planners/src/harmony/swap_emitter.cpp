@@ -58,27 +58,25 @@ void LayerSwapEmitter::swap_out(TensorId tensor, Deps after, int gpu, int instan
   swapped_out_[static_cast<std::size_t>(gpu)].push_back(release(tensor, {offload}, "d2h", gpu, instance));
 }
 
-StepId LayerSwapEmitter::swap_in(TensorId tensor, int gpu, int instance)
+// What a load of `tensor` onto `gpu` waits for: the lookahead, its host copy, and its last free there.
+LayerSwapEmitter::Deps LayerSwapEmitter::load_deps(TensorId tensor, int gpu, int instance) const
 {
   Deps deps = lookahead(gpu);
   if (const auto copy = host_.find({tensor, instance, gpu}); copy != host_.end())
     deps.push_back(copy->second);
   if (const auto free = freed_.find({tensor, instance, gpu}); free != freed_.end())
     deps.push_back(free->second);
-  return build_.prefetch(tensor, deps, gpu, instance);
+  return deps;
+}
+
+StepId LayerSwapEmitter::swap_in(TensorId tensor, int gpu, int instance)
+{
+  return build_.prefetch(tensor, load_deps(tensor, gpu, instance), gpu, instance);
 }
 
 StepId LayerSwapEmitter::send(TensorId tensor, StepId producer, int gpu, int to, int instance)
 {
-  Step step;
-  step.kind = StepKind::send;
-  step.tensor = tensor;
-  step.device = gpu;
-  step.stream = "p2p_out";
-  step.instance = instance;
-  step.peer = to;
-  step.deps = {producer};
-  const StepId sent = build_.add(step);
+  const StepId sent = build_.send(tensor, to, {producer}, gpu, instance);
   sends_[{tensor, instance}] = sent;
   return sent;
 }
@@ -86,18 +84,9 @@ StepId LayerSwapEmitter::send(TensorId tensor, StepId producer, int gpu, int to,
 // Received as a swap-in would load it: one layer of lookahead on the receiving GPU.
 StepId LayerSwapEmitter::receive(TensorId tensor, int gpu, int from, int instance)
 {
-  Step step;
-  step.kind = StepKind::recv;
-  step.tensor = tensor;
-  step.device = gpu;
-  step.stream = "p2p_in";
-  step.instance = instance;
-  step.peer = from;
-  step.deps = lookahead(gpu);
-  step.deps.push_back(sends_.at({tensor, instance}));
-  if (const auto free = freed_.find({tensor, instance, gpu}); free != freed_.end())
-    step.deps.push_back(free->second);
-  return build_.add(step);
+  Deps deps = load_deps(tensor, gpu, instance);
+  deps.push_back(sends_.at({tensor, instance}));
+  return build_.recv(tensor, from, std::move(deps), gpu, instance);
 }
 
 void LayerSwapEmitter::forward(const SwapStage& stage, int instance)
