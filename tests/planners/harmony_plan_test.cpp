@@ -341,6 +341,38 @@ TEST(GpipeSwapPlan, MovesFourMPlusTwoStageWeightsPerGpu)
   }
 }
 
+// GP Swap (R), R = 8 (stages 0-3, 4-7), on 70 MB GPUs: a layer's input and saved tensors take 10-12 MB, so half
+// the memory keeps the recomputed activations of the last three layers of each stage and the first layer's saved
+// tensor goes out and back in once per microbatch; the weights still move (5m + 2)|W_s| per GPU.
+TEST(GpipeSwapPlan, RecomputeSwapsWhatDoesNotFit)
+{
+  const LayerProfile profile = uniform_profile(8);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const auto bytes = [&](const std::string& name) {
+    for (const Tensor& tensor : trace.tensors)
+      if (tensor.name == name)
+        return tensor.bytes;
+    ADD_FAILURE() << name;
+    return std::uint64_t{0};
+  };
+  Machine machine = switched_machine(2);
+  for (Gpu& gpu : machine.gpus)
+    gpu.memory = 70 * kMB;
+  const std::uint64_t m = 4;
+  const Plan plan = harmony_plan("gpipe-swap", trace, machine, {{"minibatch", 8}, {"recompute", true}});
+  EXPECT_EQ(plan.params["configuration"]["stages"], "0-3,4-7");
+  const Runs runs = simulate_both(trace, machine, plan);
+  report("gpipe-swap (R) N=2 R=8 D=8, 70 MB GPUs", plan, runs);
+  const std::vector<std::uint64_t> saved{m * bytes("s.0"), m * bytes("s.4")};
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "s.", 2), saved);
+    EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "s.", 2), saved);
+    const std::uint64_t stage_weight = total_weight(profile) - total_weight(profile, 4);
+    EXPECT_EQ(weight_traffic(*run, 2),
+              (std::vector<std::uint64_t>{(5 * m + 2) * stage_weight, (5 * m + 2) * total_weight(profile, 4)}));
+  }
+}
+
 TEST(HarmonyPlan, Deterministic)
 {
   const Trace trace = layer_chain_trace(uniform_profile(4), kMicrobatch);

@@ -4,7 +4,8 @@
 // backward (the flush), Y and dX crossing stage boundaries by send/recv; after the flush each GPU updates its
 // stage's layers (h2d dW, W, K, the optimizer step on the GPU, d2h W and K). Each stage's weight traffic is
 // (4m + 2)|W_s| on its GPU, (4m + 2)|W| in all. recompute=true swaps out only each stage's input per microbatch and
-// recomputes the stage's forward (W swapped in again) before its backward: (5m + 2)|W_s|.
+// recomputes the stage's forward (W swapped in again) before its backward: (5m + 2)|W_s|; the recomputed
+// activations stay on the GPU while they fit half of it, the earliest layers' are swapped out and back in.
 #include "swap_emitter.hpp"
 
 #include "memsim/common/error.hpp"
@@ -59,7 +60,24 @@ std::vector<harmony::LayerPack> balanced_stages(const Trace& trace, const LayerC
   return result;
 }
 
-Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanRequest&,
+// With recompute, the first layer of the stage whose recomputed activations (its input and saved tensors) stay on
+// the GPU until the backward: the latest layers (read first by the backward) while they fit half the budget, the
+// other half left to the weights, gradients and workspace in flight.
+std::size_t first_kept_layer(const Trace& trace, const LayerChainIds& chain, const harmony::LayerPack& stage,
+                             std::uint64_t budget)
+{
+  std::uint64_t kept = 0;
+  for (std::size_t l = stage.last + 1; l-- > stage.first;) {
+    kept += trace.tensor(chain.x[l]).bytes;
+    if (chain.saved[l])
+      kept += trace.tensor(*chain.saved[l]).bytes;
+    if (kept > budget / 2)
+      return l + 1;
+  }
+  return stage.first;
+}
+
+Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
                      const harmony::SwapBaselineOptions& options)
 {
   const LayerChainIds chain = layer_chain_ids(trace, trace.name);
@@ -73,9 +91,13 @@ Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanReque
   const int microbatches = options.minibatch / u;
   const std::vector<harmony::LayerPack> packs = balanced_stages(trace, chain, static_cast<std::size_t>(gpus));
   std::vector<harmony::SwapStage> stages;
-  for (int s = 0; s < gpus; ++s)
-    stages.push_back({packs[static_cast<std::size_t>(s)].first, packs[static_cast<std::size_t>(s)].last, s, s - 1,
-                      s + 1 < gpus ? s + 1 : -1});
+  for (int s = 0; s < gpus; ++s) {
+    const harmony::LayerPack& pack = packs[static_cast<std::size_t>(s)];
+    const std::uint64_t budget =
+        request.budget_bytes > 0 ? request.budget_bytes : machine.gpus[static_cast<std::size_t>(s)].memory;
+    stages.push_back({pack.first, pack.last, s, s - 1, s + 1 < gpus ? s + 1 : -1,
+                      first_kept_layer(trace, chain, pack, budget)});
+  }
 
   Plan plan;
   harmony::init_swap_plan(plan);

@@ -143,8 +143,11 @@ std::vector<StepId> LayerSwapEmitter::recompute_stage(const SwapStage& stage, in
       deps.push_back(swap_in(*chain_.w[l], stage.gpu, 0));
     input = compute(chain_.forward[l], deps, stage.gpu, instance, true);
     StepId last = input;
-    if (chain_.save[l])
+    if (chain_.save[l]) {
       last = compute(*chain_.save[l], {input}, stage.gpu, instance);
+      if (l < stage.keep_saved_from)
+        swap_out(*chain_.saved[l], {last}, stage.gpu, instance);
+    }
     if (chain_.w[l])
       release(*chain_.w[l], {last}, "compute", stage.gpu);
     made_by.push_back(last);
@@ -180,6 +183,8 @@ void LayerSwapEmitter::backward(const SwapStage& stage, int instance, bool accum
         deps.push_back(swap_in(*chain_.saved[l], gpu, instance));
     } else {
       deps.push_back(recomputed[l - stage.first]);
+      if (chain_.saved[l] && l < stage.keep_saved_from)
+        deps.push_back(swap_in(*chain_.saved[l], gpu, instance));
     }
     gradient = compute(chain_.backward[l], deps, gpu, instance);
     // Swapped-in copies go after use; recomputed activations stay until the layer below has read its output.

@@ -29,6 +29,9 @@ struct SwapStage {
   int gpu = 0;
   int previous = -1;
   int next = -1;
+  // Recompute::per_stage: the recomputed activations of layers >= keep_saved_from stay on the GPU until their
+  // backward; those of the earlier layers are swapped out and back in (LMS swaps what does not fit).
+  std::size_t keep_saved_from = 0;
 };
 
 class LayerSwapEmitter {
