@@ -1,6 +1,6 @@
-// harmony-pp, harmony-dp, dp-swap and gpipe-swap: the plans they emit over a layer-chain trace of a uniform hand-made
-// profile simulate feasible on both engines with the same times, move exactly the weight bytes spec §1.8 derives for
-// the implemented schedules, never deadlock under the wrap-around binding, and are deterministic.
+// harmony-pp, harmony-dp, dp-swap, gpipe-swap and pipedream2bw-swap: the plans they emit over a layer-chain trace of a
+// uniform hand-made profile simulate feasible on both engines with the same times, move exactly the weight bytes spec
+// §1.8 derives for the implemented schedules, never deadlock under the wrap-around binding, and are deterministic.
 #include "simulate_in_child.hpp"
 
 #include "memsim/common/error.hpp"
@@ -306,10 +306,11 @@ TEST(DpSwapPlan, MovesFourMPlusTwoWeightsPerGpu)
   EXPECT_EQ(saved_out[1], 0u);
 }
 
-// GP Swap, N = 2, R = 4, D = 8, u = 2: m = 4 microbatches through both stages (uniform times: stages 0-1 and 2-3).
-// Each GPU moves (4m + 2)|W_s| of its stage's W and dW, (5m + 2)|W_s| with recompute (the stage's forward is
-// recomputed, W swapped in again); Y forward and dX backward cross the boundary once per microbatch each; recompute
-// swaps out only the stage input (x.2 on GPU 1; GPU 0's input is the data, already on the host) and no saved tensor.
+// GP Swap and 2BW Swap, N = 2, R = 4, D = 8, u = 2: m = 4 microbatches through both stages (uniform times: stages
+// 0-1 and 2-3). Each GPU moves (4m + 2)|W_s| of its stage's W and dW, (5m + 2)|W_s| with recompute (the stage's
+// forward is recomputed, W swapped in again); Y forward and dX backward cross the boundary once per microbatch each;
+// recompute swaps out only the stage input (x.2 on GPU 1; GPU 0's input is the data, already on the host) and no
+// saved tensor. Only the order differs: GPU 0 starts its first backward before its last forward in 1F1B.
 TEST(GpipeSwapPlan, MovesFourMPlusTwoStageWeightsPerGpu)
 {
   const LayerProfile profile = uniform_profile(4);
@@ -318,26 +319,50 @@ TEST(GpipeSwapPlan, MovesFourMPlusTwoStageWeightsPerGpu)
   const std::uint64_t stage_weight[2] = {total_weight(profile) - total_weight(profile, 2), total_weight(profile, 2)};
   const std::uint64_t X = kMicrobatch * kSample;
   const std::uint64_t m = 4;
-  for (bool recompute : {false, true}) {
-    const Plan plan = harmony_plan("gpipe-swap", trace, machine, {{"minibatch", 8}, {"recompute", recompute}});
-    EXPECT_EQ(plan.params["configuration"]["stages"], "0-1,2-3");
-    const Runs runs = simulate_both(trace, machine, plan);
-    report(recompute ? "gpipe-swap (R) N=2 R=4 D=8" : "gpipe-swap N=2 R=4 D=8", plan, runs);
-    for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
-      for (int gpu = 0; gpu < 2; ++gpu) {
-        const auto g = static_cast<std::size_t>(gpu);
-        const std::uint64_t moved = weight_traffic(*run, 2)[g];
-        EXPECT_EQ(moved, ((recompute ? 5 : 4) * m + 2) * stage_weight[g])
-            << "recompute " << recompute << ", GPU " << gpu;
+  for (const std::string planner : {"gpipe-swap", "pipedream2bw-swap"})
+    for (bool recompute : {false, true}) {
+      const Plan plan = harmony_plan(planner, trace, machine, {{"minibatch", 8}, {"recompute", recompute}});
+      EXPECT_EQ(plan.params["configuration"]["stages"], "0-1,2-3");
+      const Runs runs = simulate_both(trace, machine, plan);
+      report(planner + (recompute ? " (R) N=2 R=4 D=8" : " N=2 R=4 D=8"), plan, runs);
+      double first_backward = 1e9;
+      double last_forward = 0;
+      for (const StepRecord& record : runs.fast.timeline)
+        if (record.device == 0 && record.kind == StepKind::compute) {
+          if (record.label.rfind("bwd.", 0) == 0)
+            first_backward = std::min(first_backward, record.start_s);
+          if (record.label.rfind("fwd.", 0) == 0)
+            last_forward = std::max(last_forward, record.start_s);
+        }
+      EXPECT_EQ(first_backward < last_forward, planner == "pipedream2bw-swap") << planner;
+      for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+        for (int gpu = 0; gpu < 2; ++gpu) {
+          const auto g = static_cast<std::size_t>(gpu);
+          const std::uint64_t moved = weight_traffic(*run, 2)[g];
+          EXPECT_EQ(moved, ((recompute ? 5 : 4) * m + 2) * stage_weight[g])
+              << "recompute " << recompute << ", GPU " << gpu;
+        }
+        EXPECT_EQ(bytes_per_device(*run, StepKind::send, "x.2", 2), (std::vector<std::uint64_t>{m * X, 0}));
+        EXPECT_EQ(bytes_per_device(*run, StepKind::send, "dx.2", 2), (std::vector<std::uint64_t>{0, m * X}));
+        EXPECT_EQ(run->metrics.p2p_bytes, 2 * m * X);
+        EXPECT_EQ(sum(bytes_per_device(*run, StepKind::offload, "s.", 2)) == 0, recompute);
+        EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "x.", 2),
+                  (recompute ? std::vector<std::uint64_t>{0, m * X}
+                             : std::vector<std::uint64_t>{2 * m * X, 2 * m * X}));
       }
-      EXPECT_EQ(bytes_per_device(*run, StepKind::send, "x.2", 2), (std::vector<std::uint64_t>{m * X, 0}));
-      EXPECT_EQ(bytes_per_device(*run, StepKind::send, "dx.2", 2), (std::vector<std::uint64_t>{0, m * X}));
-      EXPECT_EQ(run->metrics.p2p_bytes, 2 * m * X);
-      EXPECT_EQ(sum(bytes_per_device(*run, StepKind::offload, "s.", 2)) == 0, recompute);
-      EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "x.", 2),
-                (recompute ? std::vector<std::uint64_t>{0, m * X} : std::vector<std::uint64_t>{2 * m * X, 2 * m * X}));
+      EXPECT_EQ(runs.fast.metrics.recomputed_bytes > 0, recompute);
     }
-    EXPECT_EQ(runs.fast.metrics.recomputed_bytes > 0, recompute);
+}
+
+// 2BW Swap's 1F1B order never deadlocks: N = 1..4 stages over 8 layers, 6 microbatches, both engines.
+TEST(GpipeSwapPlan, OneForwardOneBackwardNeverDeadlocks)
+{
+  const Trace trace = layer_chain_trace(uniform_profile(8), kMicrobatch);
+  for (int gpus = 1; gpus <= 4; ++gpus) {
+    const Machine machine = switched_machine(gpus);
+    const Plan plan = harmony_plan("pipedream2bw-swap", trace, machine, {{"minibatch", 12}});
+    const Runs runs = simulate_both(trace, machine, plan);
+    EXPECT_GT(runs.fast.metrics.iteration_time_s, 0) << gpus;
   }
 }
 
@@ -382,7 +407,7 @@ TEST(HarmonyPlan, Deterministic)
     EXPECT_EQ(plan_to_json(harmony_plan(planner, trace, machine, params)).dump(),
               plan_to_json(harmony_plan(planner, trace, machine, params)).dump());
   const nlohmann::json swap = {{"minibatch", 8}, {"recompute", true}};
-  for (const char* planner : {"dp-swap", "gpipe-swap"})
+  for (const char* planner : {"dp-swap", "gpipe-swap", "pipedream2bw-swap"})
     EXPECT_EQ(plan_to_json(harmony_plan(planner, trace, machine, swap)).dump(),
               plan_to_json(harmony_plan(planner, trace, machine, swap)).dump());
 }

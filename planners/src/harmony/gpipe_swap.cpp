@@ -15,7 +15,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <stdexcept>
 
 namespace memsim {
 namespace {
@@ -77,8 +79,78 @@ std::size_t first_kept_layer(const Trace& trace, const LayerChainIds& chain, con
   return stage.first;
 }
 
-Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
-                     const harmony::SwapBaselineOptions& options)
+// One stage's forward or backward of one microbatch, in the global order the plan lists them.
+struct Pass {
+  int stage = 0;
+  int microbatch = 0;
+  bool forward = true;
+};
+using PassOrder = std::vector<Pass> (*)(int stages, int microbatches);
+
+// GPipe: all forwards through the pipeline, then all backwards (the flush).
+std::vector<Pass> gpipe_order(int stages, int microbatches)
+{
+  std::vector<Pass> passes;
+  for (int i = 0; i < microbatches; ++i)
+    for (int s = 0; s < stages; ++s)
+      passes.push_back({s, i, true});
+  for (int i = 0; i < microbatches; ++i)
+    for (int s = stages; s-- > 0;)
+      passes.push_back({s, i, false});
+  return passes;
+}
+
+// PipeDream's 1F1B: stage s runs N - 1 - s warm-up forwards, then alternates forward and backward, then drains the
+// backwards; the stages' sequences are merged into one list where every pass follows the pass it receives from.
+std::vector<Pass> one_forward_one_backward_order(int stages, int microbatches)
+{
+  std::vector<std::vector<Pass>> per_stage(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s) {
+    std::vector<Pass>& own = per_stage[static_cast<std::size_t>(s)];
+    const int warmup = std::min(stages - 1 - s, microbatches);
+    int forwards = 0;
+    int backwards = 0;
+    for (; forwards < warmup; ++forwards)
+      own.push_back({s, forwards, true});
+    while (backwards < microbatches) {
+      if (forwards < microbatches)
+        own.push_back({s, forwards++, true});
+      own.push_back({s, backwards++, false});
+    }
+  }
+  // done[s][i]: forward (0) / backward (1) of microbatch i listed on stage s
+  std::vector<std::vector<std::array<bool, 2>>> done(
+      static_cast<std::size_t>(stages), std::vector<std::array<bool, 2>>(static_cast<std::size_t>(microbatches)));
+  const auto listed = [&](int s, int i, bool forward) {
+    return done[static_cast<std::size_t>(s)][static_cast<std::size_t>(i)][forward ? 0 : 1];
+  };
+  std::vector<std::size_t> next(static_cast<std::size_t>(stages), 0);
+  std::vector<Pass> passes;
+  const std::size_t total = 2 * static_cast<std::size_t>(stages) * static_cast<std::size_t>(microbatches);
+  while (passes.size() < total) {
+    const std::size_t before = passes.size();
+    for (int s = 0; s < stages; ++s) {
+      std::size_t& at = next[static_cast<std::size_t>(s)];
+      if (at == per_stage[static_cast<std::size_t>(s)].size())
+        continue;
+      const Pass pass = per_stage[static_cast<std::size_t>(s)][at];
+      const bool ready =
+          pass.forward ? s == 0 || listed(s - 1, pass.microbatch, true)
+                       : (s + 1 == stages ? listed(s, pass.microbatch, true) : listed(s + 1, pass.microbatch, false));
+      if (!ready)
+        continue;
+      passes.push_back(pass);
+      done[static_cast<std::size_t>(s)][static_cast<std::size_t>(pass.microbatch)][pass.forward ? 0 : 1] = true;
+      ++at;
+    }
+    if (passes.size() == before)
+      throw std::logic_error("1F1B order: no stage can proceed");
+  }
+  return passes;
+}
+
+Plan plan_pipeline_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
+                        const harmony::SwapBaselineOptions& options, PassOrder order)
 {
   const LayerChainIds chain = layer_chain_ids(trace, trace.name);
   const int gpus = harmony::swap_baseline_gpus(options.gpus, machine);
@@ -103,12 +175,13 @@ Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanReque
   harmony::init_swap_plan(plan);
   harmony::LayerSwapEmitter emit(chain, gpus,
                                  options.recompute ? harmony::Recompute::per_stage : harmony::Recompute::none, plan);
-  for (int i = 0; i < microbatches; ++i)
-    for (const harmony::SwapStage& stage : stages)
-      emit.forward(stage, i);
-  for (int i = 0; i < microbatches; ++i)
-    for (auto stage = stages.rbegin(); stage != stages.rend(); ++stage)
-      emit.backward(*stage, i, i > 0);
+  for (const Pass& pass : order(gpus, microbatches)) {
+    const harmony::SwapStage& stage = stages[static_cast<std::size_t>(pass.stage)];
+    if (pass.forward)
+      emit.forward(stage, pass.microbatch);
+    else
+      emit.backward(stage, pass.microbatch, pass.microbatch > 0);
+  }
   for (const harmony::SwapStage& stage : stages)
     emit.update(stage.first, stage.last, {stage.gpu});
   plan.params["configuration"] = {{"gpus", gpus},
@@ -117,6 +190,18 @@ Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanReque
                                   {"microbatches", microbatches},
                                   {"stages", harmony::format_packs(packs)}};
   return plan;
+}
+
+Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
+                     const harmony::SwapBaselineOptions& options)
+{
+  return plan_pipeline_swap(trace, machine, request, options, gpipe_order);
+}
+
+Plan plan_pipedream2bw_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
+                            const harmony::SwapBaselineOptions& options)
+{
+  return plan_pipeline_swap(trace, machine, request, options, one_forward_one_backward_order);
 }
 
 } // namespace
@@ -128,5 +213,13 @@ MEMSIM_REGISTER_PLANNER(gpipe_swap, "gpipe-swap",
                         harmony::swap_baseline_params("swap out only each stage's input and recompute the "
                                                       "stage's forward before its backward"),
                         plan_gpipe_swap);
+
+MEMSIM_REGISTER_PLANNER(pipedream2bw_swap, "pipedream2bw-swap",
+                        "2BW Swap (Harmony's baseline): PipeDream-2BW's 1F1B order over gpipe-swap's stages and "
+                        "per-GPU swapping, update per stage after its last backward (one iteration: one weight "
+                        "version in use); workload: memsim gen layer-chain",
+                        harmony::swap_baseline_params("swap out only each stage's input and recompute the "
+                                                      "stage's forward before its backward"),
+                        plan_pipedream2bw_swap);
 
 } // namespace memsim
