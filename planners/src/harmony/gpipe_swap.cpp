@@ -6,6 +6,8 @@
 // (4m + 2)|W_s| on its GPU, (4m + 2)|W| in all. recompute=true swaps out only each stage's input per microbatch and
 // recomputes the stage's forward (W swapped in again) before its backward: (5m + 2)|W_s|; the recomputed
 // activations stay on the GPU while they fit half of it, the earliest layers' are swapped out and back in.
+// pipedream2bw-swap: "2BW Swap", the same stages and swapping in PipeDream's 1F1B order; within one iteration every
+// microbatch uses the same weights, so 2BW's second weight version is not modelled.
 #include "swap_emitter.hpp"
 
 #include "memsim/common/error.hpp"
