@@ -532,5 +532,19 @@ StepId PlanBuilder::free(TensorId tensor, std::vector<StepId> deps, const std::s
 {
   return add(make_step(StepKind::free, std::nullopt, tensor, std::move(deps), device, instance, stream));
 }
+StepId PlanBuilder::send(TensorId tensor, int peer, std::vector<StepId> deps, int device, int instance,
+                         const std::string& stream)
+{
+  Step step = make_step(StepKind::send, std::nullopt, tensor, std::move(deps), device, instance, stream);
+  step.peer = peer;
+  return add(std::move(step));
+}
+StepId PlanBuilder::recv(TensorId tensor, int peer, std::vector<StepId> deps, int device, int instance,
+                         const std::string& stream)
+{
+  Step step = make_step(StepKind::recv, std::nullopt, tensor, std::move(deps), device, instance, stream);
+  step.peer = peer;
+  return add(std::move(step));
+}
 
 } // namespace memsim

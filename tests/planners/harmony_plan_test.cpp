@@ -1,6 +1,6 @@
-// harmony-pp, harmony-dp and dp-swap: the plans they emit over a layer-chain trace of a uniform hand-made profile
-// simulate feasible on both engines with the same times, move exactly the weight bytes spec §1.8 derives for the
-// implemented schedules, never deadlock under the wrap-around binding, and are deterministic.
+// harmony-pp, harmony-dp, dp-swap, gpipe-swap and pipedream2bw-swap: the plans they emit over a layer-chain trace of a
+// uniform hand-made profile simulate feasible on both engines with the same times, move exactly the weight bytes spec
+// §1.8 derives for the implemented schedules, never deadlock under the wrap-around binding, and are deterministic.
 #include "simulate_in_child.hpp"
 
 #include "memsim/common/error.hpp"
@@ -115,6 +115,19 @@ std::uint64_t sum(const std::vector<std::uint64_t>& values)
   for (std::uint64_t value : values)
     total += value;
   return total;
+}
+
+// W and dW swapped in and out, per device.
+std::vector<std::uint64_t> weight_traffic(const RunResult& run, int gpus)
+{
+  std::vector<std::uint64_t> moved(static_cast<std::size_t>(gpus), 0);
+  for (StepKind kind : {StepKind::prefetch, StepKind::offload})
+    for (const char* prefix : {"w.", "dw."}) {
+      const std::vector<std::uint64_t> bytes = bytes_per_device(run, kind, prefix, gpus);
+      for (std::size_t g = 0; g < moved.size(); ++g)
+        moved[g] += bytes[g];
+    }
+  return moved;
 }
 
 void report(const std::string& what, const Plan& plan, const Runs& runs)
@@ -282,10 +295,7 @@ TEST(DpSwapPlan, MovesFourMPlusTwoWeightsPerGpu)
     for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
       for (int gpu = 0; gpu < 2; ++gpu) {
         const auto g = static_cast<std::size_t>(gpu);
-        const std::uint64_t moved = bytes_per_device(*run, StepKind::prefetch, "w.", 2)[g] +
-                                    bytes_per_device(*run, StepKind::offload, "w.", 2)[g] +
-                                    bytes_per_device(*run, StepKind::prefetch, "dw.", 2)[g] +
-                                    bytes_per_device(*run, StepKind::offload, "dw.", 2)[g];
+        const std::uint64_t moved = weight_traffic(*run, 2)[g];
         EXPECT_EQ(moved, (4 * m + 2) * W) << "recompute " << recompute << ", GPU " << gpu;
       }
     }
@@ -294,6 +304,98 @@ TEST(DpSwapPlan, MovesFourMPlusTwoWeightsPerGpu)
   }
   EXPECT_GT(saved_out[0], 0u);
   EXPECT_EQ(saved_out[1], 0u);
+}
+
+// GP Swap and 2BW Swap, N = 2, R = 4, D = 8, u = 2: m = 4 microbatches through both stages (uniform times: stages
+// 0-1 and 2-3). Each GPU moves (4m + 2)|W_s| of its stage's W and dW, (5m + 2)|W_s| with recompute (the stage's
+// forward is recomputed, W swapped in again); Y forward and dX backward cross the boundary once per microbatch each;
+// recompute swaps out only the stage input (x.2 on GPU 1; GPU 0's input is the data, already on the host) and no
+// saved tensor. Only the order differs: GPU 0 starts its first backward before its last forward in 1F1B.
+TEST(GpipeSwapPlan, MovesFourMPlusTwoStageWeightsPerGpu)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const std::uint64_t stage_weight[2] = {total_weight(profile) - total_weight(profile, 2), total_weight(profile, 2)};
+  const std::uint64_t X = kMicrobatch * kSample;
+  const std::uint64_t m = 4;
+  for (const std::string planner : {"gpipe-swap", "pipedream2bw-swap"})
+    for (bool recompute : {false, true}) {
+      const Plan plan = harmony_plan(planner, trace, machine, {{"minibatch", 8}, {"recompute", recompute}});
+      EXPECT_EQ(plan.params["configuration"]["stages"], "0-1,2-3");
+      const Runs runs = simulate_both(trace, machine, plan);
+      report(planner + (recompute ? " (R) N=2 R=4 D=8" : " N=2 R=4 D=8"), plan, runs);
+      double first_backward = 1e9;
+      double last_forward = 0;
+      for (const StepRecord& record : runs.fast.timeline)
+        if (record.device == 0 && record.kind == StepKind::compute) {
+          if (record.label.rfind("bwd.", 0) == 0)
+            first_backward = std::min(first_backward, record.start_s);
+          if (record.label.rfind("fwd.", 0) == 0)
+            last_forward = std::max(last_forward, record.start_s);
+        }
+      EXPECT_EQ(first_backward < last_forward, planner == "pipedream2bw-swap") << planner;
+      for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+        for (int gpu = 0; gpu < 2; ++gpu) {
+          const auto g = static_cast<std::size_t>(gpu);
+          const std::uint64_t moved = weight_traffic(*run, 2)[g];
+          EXPECT_EQ(moved, ((recompute ? 5 : 4) * m + 2) * stage_weight[g])
+              << "recompute " << recompute << ", GPU " << gpu;
+        }
+        EXPECT_EQ(bytes_per_device(*run, StepKind::send, "x.2", 2), (std::vector<std::uint64_t>{m * X, 0}));
+        EXPECT_EQ(bytes_per_device(*run, StepKind::send, "dx.2", 2), (std::vector<std::uint64_t>{0, m * X}));
+        EXPECT_EQ(run->metrics.p2p_bytes, 2 * m * X);
+        EXPECT_EQ(sum(bytes_per_device(*run, StepKind::offload, "s.", 2)) == 0, recompute);
+        EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "x.", 2),
+                  (recompute ? std::vector<std::uint64_t>{0, m * X}
+                             : std::vector<std::uint64_t>{2 * m * X, 2 * m * X}));
+      }
+      EXPECT_EQ(runs.fast.metrics.recomputed_bytes > 0, recompute);
+    }
+}
+
+// 2BW Swap's 1F1B order never deadlocks: N = 1..4 stages over 8 layers, 6 microbatches, both engines.
+TEST(GpipeSwapPlan, OneForwardOneBackwardNeverDeadlocks)
+{
+  const Trace trace = layer_chain_trace(uniform_profile(8), kMicrobatch);
+  for (int gpus = 1; gpus <= 4; ++gpus) {
+    const Machine machine = switched_machine(gpus);
+    const Plan plan = harmony_plan("pipedream2bw-swap", trace, machine, {{"minibatch", 12}});
+    const Runs runs = simulate_both(trace, machine, plan);
+    EXPECT_GT(runs.fast.metrics.iteration_time_s, 0) << gpus;
+  }
+}
+
+// GP Swap (R), R = 8 (stages 0-3, 4-7), on 70 MB GPUs: a layer's input and saved tensors take 10-12 MB, so half
+// the memory keeps the recomputed activations of the last three layers of each stage and the first layer's saved
+// tensor goes out and back in once per microbatch; the weights still move (5m + 2)|W_s| per GPU.
+TEST(GpipeSwapPlan, RecomputeSwapsWhatDoesNotFit)
+{
+  const LayerProfile profile = uniform_profile(8);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const auto bytes = [&](const std::string& name) {
+    for (const Tensor& tensor : trace.tensors)
+      if (tensor.name == name)
+        return tensor.bytes;
+    ADD_FAILURE() << name;
+    return std::uint64_t{0};
+  };
+  Machine machine = switched_machine(2);
+  for (Gpu& gpu : machine.gpus)
+    gpu.memory = 70 * kMB;
+  const std::uint64_t m = 4;
+  const Plan plan = harmony_plan("gpipe-swap", trace, machine, {{"minibatch", 8}, {"recompute", true}});
+  EXPECT_EQ(plan.params["configuration"]["stages"], "0-3,4-7");
+  const Runs runs = simulate_both(trace, machine, plan);
+  report("gpipe-swap (R) N=2 R=8 D=8, 70 MB GPUs", plan, runs);
+  const std::vector<std::uint64_t> saved{m * bytes("s.0"), m * bytes("s.4")};
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "s.", 2), saved);
+    EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "s.", 2), saved);
+    const std::uint64_t stage_weight = total_weight(profile) - total_weight(profile, 4);
+    EXPECT_EQ(weight_traffic(*run, 2),
+              (std::vector<std::uint64_t>{(5 * m + 2) * stage_weight, (5 * m + 2) * total_weight(profile, 4)}));
+  }
 }
 
 TEST(HarmonyPlan, Deterministic)
@@ -305,8 +407,9 @@ TEST(HarmonyPlan, Deterministic)
     EXPECT_EQ(plan_to_json(harmony_plan(planner, trace, machine, params)).dump(),
               plan_to_json(harmony_plan(planner, trace, machine, params)).dump());
   const nlohmann::json swap = {{"minibatch", 8}, {"recompute", true}};
-  EXPECT_EQ(plan_to_json(harmony_plan("dp-swap", trace, machine, swap)).dump(),
-            plan_to_json(harmony_plan("dp-swap", trace, machine, swap)).dump());
+  for (const char* planner : {"dp-swap", "gpipe-swap", "pipedream2bw-swap"})
+    EXPECT_EQ(plan_to_json(harmony_plan(planner, trace, machine, swap)).dump(),
+              plan_to_json(harmony_plan(planner, trace, machine, swap)).dump());
 }
 
 } // namespace

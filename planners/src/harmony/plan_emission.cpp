@@ -107,15 +107,7 @@ private:
   StepId bring_in(TensorId tensor, int instance, int device, Channel how, int from_device, Deps throttle)
   {
     if (how == Channel::p2p) {
-      Step step;
-      step.kind = StepKind::recv;
-      step.tensor = tensor;
-      step.device = device;
-      step.stream = "p2p_in";
-      step.instance = instance;
-      step.peer = from_device;
-      step.deps = {sends_.at({tensor, instance})};
-      return build_.add(step);
+      return build_.recv(tensor, from_device, {sends_.at({tensor, instance})}, device, instance);
     }
     if (how != Channel::data)
       throttle.push_back(host_copies_.at({tensor, instance}));
@@ -126,17 +118,10 @@ private:
   void hand_over(TensorId tensor, int instance, int device, Channel how, int to_device, StepId producer)
   {
     if (how == Channel::p2p) {
-      Step step;
-      step.kind = StepKind::send;
-      step.tensor = tensor;
-      step.device = device;
-      step.stream = "p2p_out";
-      step.instance = instance;
-      step.peer = to_device;
-      step.deps = {producer};
+      Deps deps{producer};
       const RankState& receiver = ranks_[static_cast<std::size_t>(to_device)];
-      step.deps.insert(step.deps.end(), receiver.task_done.begin(), receiver.task_done.end());
-      const StepId send = build_.add(step);
+      deps.insert(deps.end(), receiver.task_done.begin(), receiver.task_done.end());
+      const StepId send = build_.send(tensor, to_device, std::move(deps), device, instance);
       sends_[{tensor, instance}] = send;
       build_.free(tensor, {send}, "p2p_out", device, instance);
       return;

@@ -153,6 +153,11 @@ public:
                   const std::string& stream = "h2d");
   StepId free(TensorId tensor, std::vector<StepId> deps = {}, const std::string& stream = "compute", int device = 0,
               int instance = 0);
+  // Point-to-point: `tensor` leaves `device` for `peer` (send) or arrives on `device` from `peer` (recv).
+  StepId send(TensorId tensor, int peer, std::vector<StepId> deps = {}, int device = 0, int instance = 0,
+              const std::string& stream = "p2p_out");
+  StepId recv(TensorId tensor, int peer, std::vector<StepId> deps = {}, int device = 0, int instance = 0,
+              const std::string& stream = "p2p_in");
   StepId add(Step step); // id is assigned
   StepId last() const { return static_cast<StepId>(plan_->steps.size()) - 1; }
 
