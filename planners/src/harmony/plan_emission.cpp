@@ -140,42 +140,67 @@ private:
     return switches_.prefetch ? Deps{} : weights;
   }
 
-  void forward(int t, int device, int first_instance)
+  // What a task's microbatch starts from: its instance, the throttle its inputs wait on, its input on this device and
+  // the weight loads its first compute must wait for (none when grouping already waited on them).
+  struct MicrobatchStart {
+    int instance;
+    Deps throttle;
+    StepId input;
+    Deps weights;
+  };
+
+  // The frame forward and backward tasks share: W loaded once per task (per microbatch without grouping), each
+  // microbatch's input brought in under the throttle. `emit` writes the microbatch and returns its last compute.
+  template <typename Emit>
+  StepId for_each_microbatch(const Task& task, int device, int first_instance, Emit&& emit)
   {
-    const Task& task = graph_.tasks[static_cast<std::size_t>(t)];
     const LayerPack pack = task.pack;
     Deps weights = load_weights(pack, device);
+    const int from = task.input.task >= 0 ? device_of(task.input.task, device) : device;
     std::vector<StepId> last_computes;
     StepId compute = -1;
     for (int i = 0; i < microbatches(task); ++i) {
       const int instance = first_instance + i;
       if (!switches_.group && i > 0)
         weights = reload_weights(pack, device, compute);
-      const Channel in = channel(task.input);
-      const int from = task.input.task >= 0 ? device_of(task.input.task, device) : device;
-      StepId ready = bring_in(chain_.x[pack.first], instance, device, in, from, input_throttle(last_computes, weights));
+      MicrobatchStart start{instance, input_throttle(last_computes, weights), -1, {}};
+      start.input = bring_in(chain_.x[pack.first], instance, device, channel(task.input), from, start.throttle);
+      if (i == 0 || !switches_.group)
+        start.weights = weights;
+      compute = emit(start);
+      last_computes.push_back(compute);
+    }
+    return compute;
+  }
+
+  void forward(int t, int device, int first_instance)
+  {
+    const Task& task = graph_.tasks[static_cast<std::size_t>(t)];
+    const LayerPack pack = task.pack;
+    const StepId last = for_each_microbatch(task, device, first_instance, [&](const MicrobatchStart& start) {
+      StepId ready = start.input;
+      StepId compute = -1;
       for (std::size_t l = pack.first; l <= pack.last; ++l) {
         Deps deps{ready};
-        if (i == 0 || !switches_.group)
-          deps.insert(deps.end(), weights.begin(), weights.end());
-        compute = build_.compute(chain_.forward[l], deps, device, instance);
+        deps.insert(deps.end(), start.weights.begin(), start.weights.end());
+        compute = build_.compute(chain_.forward[l], deps, device, start.instance);
         const bool stashed =
             std::any_of(task.stashes.begin(), task.stashes.end(), [&](const auto& stash) { return stash.first == l; });
         // Stashed even when the host holds a copy (the data, a swapped-in input), as Harmony's FWD task does.
         if (stashed) {
-          const StepId offload = build_.offload(chain_.x[l], {ready}, device, instance);
-          host_copies_[{chain_.x[l], instance}] = offload;
-          build_.free(chain_.x[l], {offload, compute}, "d2h", device, instance);
+          const StepId offload = build_.offload(chain_.x[l], {ready}, device, start.instance);
+          host_copies_[{chain_.x[l], start.instance}] = offload;
+          build_.free(chain_.x[l], {offload, compute}, "d2h", device, start.instance);
         } else {
-          build_.free(chain_.x[l], {compute}, "compute", device, instance);
+          build_.free(chain_.x[l], {compute}, "compute", device, start.instance);
         }
         ready = compute;
       }
       const int to = device_of(task.output.task, device);
-      hand_over(chain_.output(pack.last), instance, device, channel(task.output), to, compute);
-      last_computes.push_back(compute);
-    }
-    end_task(pack, device, compute);
+      hand_over(chain_.output(pack.last), start.instance, device, channel(task.output), to, compute);
+      return compute;
+    });
+    end_task(pack, device, last);
   }
 
   // The frees of a task's weights end it on its rank.
@@ -196,49 +221,40 @@ private:
   {
     const Task& task = graph_.tasks[static_cast<std::size_t>(t)];
     const LayerPack pack = task.pack;
-    Deps weights = load_weights(pack, device);
-    std::vector<StepId> last_computes;
-    StepId compute = -1;
-    for (int i = 0; i < microbatches(task); ++i) {
-      const int instance = first_instance + i;
-      if (!switches_.group && i > 0)
-        weights = reload_weights(pack, device, compute);
-      const Deps throttle = input_throttle(last_computes, weights);
-      const int from = task.input.task >= 0 ? device_of(task.input.task, device) : device;
+    const StepId last = for_each_microbatch(task, device, first_instance, [&](const MicrobatchStart& start) {
       // The criterion runs its forward; the others get the stashed input (through the host) and dY.
-      const StepId input = bring_in(chain_.x[pack.first], instance, device, channel(task.input), from, throttle);
-      Deps deps{input};
+      Deps deps{start.input};
       if (!task.has_criterion) {
         const TensorId gradient = *chain_.dx[pack.last + 1];
         const int source = device_of(task.gradient_in.task, device);
-        deps.push_back(bring_in(gradient, instance, device, channel(task.gradient_in), source, throttle));
+        deps.push_back(bring_in(gradient, start.instance, device, channel(task.gradient_in), source, start.throttle));
       }
-      if (i == 0 || !switches_.group)
-        deps.insert(deps.end(), weights.begin(), weights.end());
+      deps.insert(deps.end(), start.weights.begin(), start.weights.end());
+      StepId compute = -1;
       for (std::size_t l = pack.first; l <= pack.last; ++l) {
-        compute = task.has_criterion ? build_.compute(chain_.forward[l], deps, device, instance)
-                                     : build_.recompute(chain_.forward[l], deps, device, instance);
+        compute = task.has_criterion ? build_.compute(chain_.forward[l], deps, device, start.instance)
+                                     : build_.recompute(chain_.forward[l], deps, device, start.instance);
         if (chain_.save[l]) // the activations autograd keeps for the backward
-          compute = build_.compute(*chain_.save[l], {compute}, device, instance);
+          compute = build_.compute(*chain_.save[l], {compute}, device, start.instance);
         deps = {compute};
       }
       for (std::size_t l = pack.last + 1; l-- > pack.first;) {
-        compute = build_.compute(chain_.backward[l], {compute}, device, instance);
-        build_.free(chain_.output(l), {compute}, "compute", device, instance);
+        compute = build_.compute(chain_.backward[l], {compute}, device, start.instance);
+        build_.free(chain_.output(l), {compute}, "compute", device, start.instance);
         if (chain_.saved[l])
-          build_.free(*chain_.saved[l], {compute}, "compute", device, instance);
+          build_.free(*chain_.saved[l], {compute}, "compute", device, start.instance);
         if (l + 1 < chain_.layers())
-          build_.free(*chain_.dx[l + 1], {compute}, "compute", device, instance);
+          build_.free(*chain_.dx[l + 1], {compute}, "compute", device, start.instance);
       }
-      build_.free(chain_.x[pack.first], {compute}, "compute", device, instance);
+      build_.free(chain_.x[pack.first], {compute}, "compute", device, start.instance);
       if (pack.first > 0) {
         const int to = device_of(task.gradient_out.task, device);
-        hand_over(*chain_.dx[pack.first], instance, device, channel(task.gradient_out), to, compute);
+        hand_over(*chain_.dx[pack.first], start.instance, device, channel(task.gradient_out), to, compute);
       }
-      last_computes.push_back(compute);
-    }
-    ranks_[static_cast<std::size_t>(device)].last_compute = compute;
-    return {compute};
+      return compute;
+    });
+    ranks_[static_cast<std::size_t>(device)].last_compute = last;
+    return {last};
   }
 
   // dW of the pack: all-reduced (dp), swapped out once by the updating rank; W and dW freed everywhere.
