@@ -1,6 +1,7 @@
 // The plain-C++ pilot (dynn/pilot_model.hpp) against the libtorch model it was saved from: on held-out iterations the
 // same labels (within 1e-5) and the same decoded blocks. A pilot trained until it predicts every iteration of a
 // trace exactly makes dynn-offload's prediction=pilot run exactly as prediction=oracle.
+#include "dynamic_specs.hpp"
 #include "test_files.hpp"
 #include "test_machines.hpp"
 
@@ -23,15 +24,7 @@ const dynn::PilotShape kShape{16, 8};
 
 Trace lstm_trace(int iterations, std::uint64_t seed)
 {
-  VarLstmSpec spec;
-  spec.iterations = iterations;
-  spec.min_len = 2;
-  spec.max_len = 6;
-  spec.batch = 64;
-  spec.hidden = 32;
-  spec.embed = 16;
-  spec.vocab = 64;
-  spec.classes = 4;
+  VarLstmSpec spec = test::small_var_lstm(iterations, 2, 6, 64);
   spec.seed = seed;
   return generate_var_lstm(spec, kRoofline);
 }

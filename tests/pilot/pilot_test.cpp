@@ -1,6 +1,7 @@
 // The pilot MLP (pilot.hpp): on a noise-free variable-length workload (var-LSTM: the sequence length alone decides
 // the graph) it learns the partition DP's blocks of held-out iterations (issue 13: >= 0.95 exact-match); training
 // is seeded (same seed, same predictions, same saved model), and a saved model predicts as the trained one.
+#include "dynamic_specs.hpp"
 #include "test_files.hpp"
 #include "test_machines.hpp"
 
@@ -23,15 +24,7 @@ const dynn::PilotShape kShape{16, 8};
 // 48 iterations of lengths 2..9; buffers of 512 KiB give 4 (31 ops) to 11 blocks (122 ops).
 std::vector<PilotSample> lstm_samples()
 {
-  VarLstmSpec spec;
-  spec.iterations = 48;
-  spec.min_len = 2;
-  spec.max_len = 9;
-  spec.batch = 64;
-  spec.hidden = 32;
-  spec.embed = 16;
-  spec.vocab = 64;
-  spec.classes = 4;
+  VarLstmSpec spec = test::small_var_lstm(48, 2, 9, 64);
   spec.seed = 3;
   const Trace trace = generate_var_lstm(spec, kRoofline);
   Machine machine = test::one_gpu_machine();

@@ -1,6 +1,7 @@
 // The dynn-block planner: every tensor starts on the host, blocks double-buffered in budget / 2 halves. Its plans
 // simulate feasible at their budget on the fast and SimGrid engines with the same times, and the estimate (the
 // runtime's exact sets, blocks.hpp schedule_blocks) is what both engines measure.
+#include "dynamic_specs.hpp"
 #include "planner_test_support.hpp"
 #include "simulate_in_child.hpp"
 #include "test_traces.hpp"
@@ -160,16 +161,7 @@ TEST(DynnBlock, DeterministicAndRejectsBadParameters)
 // every iteration (written back after their update), each iteration is partitioned on its own graph.
 TEST(DynnBlock, VarLstmIterationsOnBothEngines)
 {
-  VarLstmSpec spec;
-  spec.iterations = 3;
-  spec.min_len = 2;
-  spec.max_len = 6;
-  spec.batch = 512;
-  spec.hidden = 32;
-  spec.embed = 16;
-  spec.vocab = 64;
-  spec.classes = 4;
-  const Trace trace = generate_var_lstm(spec, Roofline{14e12, 900e9, 5e-6, "test-gpu"});
+  const Trace trace = generate_var_lstm(test::small_var_lstm(3, 2, 6, 512), Roofline{14e12, 900e9, 5e-6, "test-gpu"});
   Machine machine = test::one_gpu_machine();
   machine.links[0].latency_s = 1e-6;
   const std::uint64_t peak = TraceAnalysis(trace).default_profile().peak_bytes;

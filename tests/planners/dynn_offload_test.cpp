@@ -3,6 +3,7 @@
 // oracle prediction nothing is fetched on demand; stale prediction (iteration 0 replayed) mispredicts iterations whose
 // graphs differ and is then slower, and equals the oracle when every iteration has the same graph. Every run stays
 // within its budget on both engines, and its realized plan replays the same run without the policy.
+#include "dynamic_specs.hpp"
 #include "pilot_fixtures.hpp"
 #include "simulate_in_child.hpp"
 #include "test_files.hpp"
@@ -121,19 +122,7 @@ Machine worked_machine()
   return machine;
 }
 
-VarLstmSpec small_lstm(int min_len, int max_len)
-{
-  VarLstmSpec spec;
-  spec.iterations = 3;
-  spec.min_len = min_len;
-  spec.max_len = max_len;
-  spec.batch = 512;
-  spec.hidden = 32;
-  spec.embed = 16;
-  spec.vocab = 64;
-  spec.classes = 4;
-  return spec;
-}
+VarLstmSpec small_lstm(int min_len, int max_len) { return test::small_var_lstm(3, min_len, max_len, 512); }
 
 Machine lstm_machine()
 {

@@ -3,6 +3,7 @@
 // and takes exactly the ops' summed time (one compute stream, nothing moves), at the default schedule's peak, each
 // iteration exactly its own ops' time (make_plan stamps the steps' iterations from their ops); under the dtr policy
 // with three quarters of the activation memory it fits by rematerializing, the same on both engines.
+#include "dynamic_specs.hpp"
 #include "engine_comparison.hpp"
 #include "simulate_in_child.hpp"
 
@@ -33,15 +34,7 @@ Machine pcie_machine()
 
 std::vector<Trace> dynamic_traces()
 {
-  VarLstmSpec lstm;
-  lstm.iterations = 3;
-  lstm.min_len = 2;
-  lstm.max_len = 6;
-  lstm.batch = 512; // activations, not weights, dominate the peak: DTR has something to evict
-  lstm.hidden = 32;
-  lstm.embed = 16;
-  lstm.vocab = 64;
-  lstm.classes = 4;
+  const VarLstmSpec lstm = test::small_var_lstm(3, 2, 6, 512); // activations dominate: DTR has something to evict
   TreeLstmSpec tree;
   tree.iterations = 3;
   tree.min_leaves = 3;

@@ -1,5 +1,6 @@
 // The dynamic-network generators (var-lstm, treelstm, moe): seeded, one shared set of weights and Adam moments,
 // per-iteration graphs whose op counts are worked out by hand below, and the decisions each iteration recorded.
+#include "dynamic_specs.hpp"
 #include "memsim/common/error.hpp"
 #include "memsim/traces/decisions.hpp"
 #include "memsim/traces/dynamic_generators.hpp"
@@ -25,20 +26,6 @@ using test::ops_per_iteration;
 using ::testing::HasSubstr;
 
 const Roofline kRoofline{10e12, 1e12, 5e-6, "test-gpu"};
-
-VarLstmSpec tiny_lstm(int min_len, int max_len, int iterations = 3)
-{
-  VarLstmSpec spec;
-  spec.iterations = iterations;
-  spec.min_len = min_len;
-  spec.max_len = max_len;
-  spec.batch = 2;
-  spec.hidden = 8;
-  spec.embed = 4;
-  spec.vocab = 16;
-  spec.classes = 3;
-  return spec;
-}
 
 TreeLstmSpec tiny_tree(int min_leaves, int max_leaves, int iterations = 3)
 {
@@ -91,15 +78,15 @@ int ops_of_type(const Trace& trace, int iteration, const std::string& type)
 TEST(VarLstm, OpsPerIterationMatchTheHandCount)
 {
   for (int length : {2, 3}) {
-    const Trace trace = generate_var_lstm(tiny_lstm(length, length), kRoofline);
+    const Trace trace = generate_var_lstm(test::tiny_var_lstm(length, length), kRoofline);
     for (auto [iteration, count] : ops_per_iteration(trace))
       EXPECT_EQ(count, 13 * length + 5) << "length " << length << ", iteration " << iteration;
   }
-  const Trace two = generate_var_lstm(tiny_lstm(2, 2, 1), kRoofline);
+  const Trace two = generate_var_lstm(test::tiny_var_lstm(2, 2, 1), kRoofline);
   EXPECT_EQ(two.ops.size(), 31u);
   EXPECT_EQ(two.decisions, (std::vector<std::vector<std::string>>{{"step0", "step1"}}));
   // Lengths drawn from [2, 5]: each iteration's count follows its recorded length.
-  const Trace mixed = generate_var_lstm(tiny_lstm(2, 5, 8), kRoofline);
+  const Trace mixed = generate_var_lstm(test::tiny_var_lstm(2, 5, 8), kRoofline);
   ASSERT_EQ(mixed.decisions.size(), 8u);
   std::set<std::size_t> lengths;
   for (auto [iteration, count] : ops_per_iteration(mixed)) {
@@ -189,7 +176,7 @@ TEST(Moe, OnlyTheChosenExpertsRun)
 TEST(DynamicGenerators, SeededSharedWeightsUniqueNames)
 {
   auto lstm = [](std::int64_t seed) {
-    VarLstmSpec spec = tiny_lstm(1, 40, 6);
+    VarLstmSpec spec = test::tiny_var_lstm(1, 40, 6);
     spec.seed = seed;
     return generate_var_lstm(spec, kRoofline);
   };
@@ -267,7 +254,7 @@ TEST(DynamicGenerators, RegisteredWithTheirParameters)
     EXPECT_NO_THROW(registry.get(name).make(registry.complete_params(registry.get(name), {{"iterations", 2}}),
                                             [](const std::string&) { return kRoofline; }));
   EXPECT_THROW(generate_moe(tiny_moe(1, 1, 5), kRoofline), InputError); // top-k above the 4 experts
-  EXPECT_THROW(generate_var_lstm(tiny_lstm(4, 3), kRoofline), InputError);
+  EXPECT_THROW(generate_var_lstm(test::tiny_var_lstm(4, 3), kRoofline), InputError);
 }
 
 // var-BERT's iteration k is the transformer generator's trace at the drawn length: the same op types and times in
@@ -341,7 +328,7 @@ TEST(Decisions, JaccardDistanceOnHandMadeSets)
 // For var-LSTM the decisions are the steps taken, so two iterations' distance is 1 - shorter / longer.
 TEST(Decisions, VarLstmDistanceIsOneMinusTheLengthRatio)
 {
-  const Trace trace = generate_var_lstm(tiny_lstm(1, 30, 5), kRoofline);
+  const Trace trace = generate_var_lstm(test::tiny_var_lstm(1, 30, 5), kRoofline);
   const DecisionSummary summary = summarize_decisions(trace, trace.name);
   const double first = static_cast<double>(trace.decisions[0].size());
   for (std::size_t k = 0; k < trace.decisions.size(); ++k) {
