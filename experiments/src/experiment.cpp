@@ -738,9 +738,6 @@ CellResult run_cell(const Cell& cell)
   options.allocator = cell.allocator;
   const RunResult run = simulate(planned, machine, plan, options);
   result.metrics = run.metrics;
-  // A fused trace keeps one model's batch and every model trains it, whatever the plan's instances (hfta's subsets).
-  if (cell.models && result.metrics.samples_per_s)
-    result.metrics.samples_per_s = models_samples_per_s(planned, *cell.models, result.metrics.steady_iteration_time_s);
   if (plan.params.is_object() && plan.params.contains("partition"))
     result.partition = plan.params["partition"].is_string() ? plan.params["partition"].get<std::string>()
                                                             : plan.params["partition"].dump();

@@ -220,14 +220,6 @@ bool planner_fuses_models(const std::string& planner)
                      [](const ParamSpec& spec) { return spec.name == "models"; });
 }
 
-std::optional<double> models_samples_per_s(const Trace& trace, std::int64_t models, double steady_iteration_time_s)
-{
-  const std::optional<std::int64_t> batch = trace_batch_size(trace);
-  if (!batch || !(steady_iteration_time_s > 0))
-    return std::nullopt;
-  return static_cast<double>(*batch) * static_cast<double>(models) / steady_iteration_time_s;
-}
-
 ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
 {
   const bool fuses_itself = study.axis == ScaleAxis::models && planner_fuses_models(study.planner);
@@ -257,11 +249,8 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
     return outcome;
   }
   outcome.iteration_time_s = run.metrics.iteration_time_s;
-  // The core's figure (the trace's batch over the steady iteration time); 0 when the trace says no batch. On the
-  // models axis every model trains the single model's batch.
-  outcome.samples_per_s = study.axis == ScaleAxis::models
-                              ? models_samples_per_s(trace, value, run.metrics.steady_iteration_time_s).value_or(0)
-                              : run.metrics.samples_per_s.value_or(0);
+  // The core's figure (a fused trace counts its models, hfta's plan its own); 0 when the trace says no batch.
+  outcome.samples_per_s = run.metrics.samples_per_s.value_or(0);
   outcome.feasible = true;
   if (study.min_samples_per_s && outcome.samples_per_s < *study.min_samples_per_s) {
     outcome.feasible = false;

@@ -47,6 +47,7 @@ Trace widen_to_models(const Trace& trace, int models, std::string_view fusion, c
         times_models(op.workspace_bytes, models, fmt::format("{}: at /ops/{}/workspace_bytes", source_name, op.id));
   }
   fused.name = fused_trace_name(trace.name, models);
+  fused.source.models = trace.source.models * models;
   fused.source.tool = fmt::format("memsim gen fuse: {} models, {} model ({})", models, fusion, trace.source.tool);
   return fused;
 }

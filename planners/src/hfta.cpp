@@ -155,6 +155,10 @@ Plan plan_hfta(const Trace& trace, const Machine& machine, const PlanRequest& re
   plan.estimate.peak_bytes = peak;
   plan.params["partition"] = partition_text(sizes);
   plan.params["largest_fused"] = largest;
+  // Each subset is one instance that trains several models: the core's default (samples x instances) would count
+  // subsets, not models.
+  if (const std::optional<std::int64_t> samples = trace_samples_per_iteration(trace))
+    plan.samples_per_iteration = *samples * options.models;
   return plan;
 }
 

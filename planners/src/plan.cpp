@@ -240,7 +240,7 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
   root.expect_format("memsim-plan", 1);
   root.only_keys({"format", "version", "trace", "machine", "planner", "params", "budget_bytes", "steps", "estimate",
                   "extra_ops", "extra_tensors", "notes", "policy", "initial_placement", "shared_across_instances",
-                  "instance_scopes"});
+                  "instance_scopes", "samples_per_iteration"});
   Plan plan;
   plan.trace = root.get_string("trace", "");
   plan.machine = root.get_string("machine", "");
@@ -312,6 +312,8 @@ Plan plan_from_text(const std::string& text, const std::string& source_name)
     for (std::size_t i = 0; i < scopes.size(); ++i)
       plan.instance_scopes.push_back(read_instance_scope(scopes.item(i)));
   }
+  if (root.has("samples_per_iteration"))
+    plan.samples_per_iteration = root.get_int_in("samples_per_iteration", 1, 1, std::int64_t{1} << 50);
   auto steps = root.at("steps");
   reserve_huge(plan.steps, steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i)
@@ -410,6 +412,8 @@ nlohmann::json plan_to_json(const Plan& plan)
           {{"instance", scope.instance}, {"first_step", scope.first_step}, {"last_step", scope.last_step}});
     document["instance_scopes"] = std::move(scopes);
   }
+  if (plan.samples_per_iteration)
+    document["samples_per_iteration"] = *plan.samples_per_iteration;
   document["steps"] = std::move(steps);
   return document;
 }

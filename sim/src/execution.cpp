@@ -605,14 +605,18 @@ private:
         consider(successor);
   }
 
-  // Each instance trains on the trace's batch once per iteration.
+  // The plan's own count, else each instance trains the trace's samples (batch x fused models) once per iteration.
   std::optional<double> samples_per_s() const
   {
-    const std::optional<std::int64_t> batch = trace_batch_size(trace_);
+    const std::optional<std::int64_t> per_instance = trace_samples_per_iteration(trace_);
     const double time = result_.metrics.steady_iteration_time_s;
-    if (!batch || !(time > 0))
+    if (!(time > 0))
       return std::nullopt;
-    return static_cast<double>(*batch) * static_cast<double>(plan_instance_count(plan_)) / time;
+    if (plan_.samples_per_iteration)
+      return static_cast<double>(*plan_.samples_per_iteration) / time;
+    if (!per_instance)
+      return std::nullopt;
+    return static_cast<double>(*per_instance) * static_cast<double>(plan_instance_count(plan_)) / time;
   }
 
   // Nothing is in flight or ready, yet steps remain: the first blocked stream names the dep it waits for.

@@ -6,6 +6,9 @@
 #include "memsim/hwmodels/fuse.hpp"
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/hwmodels/rescale.hpp"
+#include "memsim/traces/trace.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
@@ -77,6 +80,8 @@ TEST(Fuse, EveryTensorAndAllWorkTimesK)
     const Trace fused = fuse_trace(trace, 3, model, src_gpu(), "hand");
     EXPECT_EQ(fused.name, "hand-b8-k3");
     EXPECT_EQ(fused.source.batch, 8); // per model, as in the recorded fused traces
+    EXPECT_EQ(fused.source.models, 3);
+    EXPECT_EQ(trace_samples_per_iteration(fused), 24); // every model trains the batch
     ASSERT_EQ(fused.tensors.size(), trace.tensors.size());
     for (std::size_t i = 0; i < trace.tensors.size(); ++i) {
       EXPECT_EQ(fused.tensors[i].bytes, 3 * trace.tensors[i].bytes) << trace.tensors[i].name;
@@ -93,6 +98,26 @@ TEST(Fuse, EveryTensorAndAllWorkTimesK)
     EXPECT_DOUBLE_EQ(*fused.ops[1].cpu_time_s, 1.5);
     EXPECT_EQ(fused.ops[1].inputs, trace.ops[1].inputs);
     EXPECT_EQ(fused.ops[2].phase, Phase::update);
+  }
+}
+
+TEST(Fuse, TheModelCountSurvivesJsonAndMultipliesWhenFusedAgain)
+{
+  const Trace fused = fuse_trace(batch8_trace(), 3, FusionModel::efficiency, src_gpu(), "hand");
+  const nlohmann::json document = trace_to_json(fused);
+  EXPECT_EQ(document["source"]["models"], 3);
+  EXPECT_FALSE(trace_to_json(batch8_trace())["source"].contains("models")); // one model: the v2 document unchanged
+  const Trace back = trace_from_json(document, "fused.json");
+  EXPECT_EQ(back.source.models, 3);
+  EXPECT_EQ(trace_to_json(back).dump(), document.dump());
+  EXPECT_EQ(fuse_trace(back, 2, FusionModel::efficiency, src_gpu(), "hand").source.models, 6);
+  nlohmann::json bad = document;
+  bad["source"]["models"] = 0;
+  try {
+    (void)trace_from_json(bad, "bad.json");
+    ADD_FAILURE() << "models = 0 was accepted";
+  } catch (const InputError& error) {
+    EXPECT_EQ(error.where(), "bad.json: at /source/models");
   }
 }
 

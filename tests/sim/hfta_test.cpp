@@ -66,6 +66,9 @@ TEST(Hfta, AtMostKStarModelsAreOneFusedKeepAllArray)
   EXPECT_EQ(plan.params["largest_fused"], 2); // k* counted up to N only
   const RunResult reference = keep_all_of(2, three_models_budget());
   ASSERT_FALSE(reference.error);
+  // Keep-all on the fused trace counts both models from the trace; hfta states the same count in its plan.
+  ASSERT_TRUE(reference.metrics.samples_per_s);
+  EXPECT_NEAR(*reference.metrics.samples_per_s, 2 / reference.metrics.steady_iteration_time_s, 1e-9);
   const Runs runs = run_both(single(), plan);
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
@@ -93,7 +96,12 @@ TEST(Hfta, TwoKStarPlusOneModelsTakeTheSpecsSumOfSubsetTimes)
     // Only the running subset's weights are on the GPU: the peak is the 3-model array's, within the budget.
     EXPECT_EQ(result->metrics.peak_device_bytes, three.metrics.peak_device_bytes);
     EXPECT_LE(result->metrics.peak_device_bytes, budget);
+    // Seven models of batch 1 per iteration, not one sample per subset.
+    ASSERT_TRUE(result->metrics.samples_per_s);
+    EXPECT_NEAR(*result->metrics.samples_per_s, 7 / result->metrics.steady_iteration_time_s, 1e-9);
   }
+  EXPECT_EQ(plan.samples_per_iteration, 7);
+  EXPECT_EQ(plan_from_json(plan_to_json(plan), "hfta.json").samples_per_iteration, 7);
   EXPECT_NEAR(*plan.estimate.iteration_time_s, t_hfta, 1e-12);
 }
 

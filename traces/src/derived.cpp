@@ -60,4 +60,12 @@ std::optional<std::int64_t> trace_batch_size(const Trace& trace)
   return std::nullopt;
 }
 
+std::optional<std::int64_t> trace_samples_per_iteration(const Trace& trace)
+{
+  const std::optional<std::int64_t> batch = trace_batch_size(trace);
+  if (!batch)
+    return std::nullopt;
+  return *batch * trace.source.models;
+}
+
 } // namespace memsim

@@ -342,12 +342,13 @@ Trace trace_from_text(const std::string& text, const std::string& source_name)
   trace.name = root.get_string("name", "unnamed");
   if (root.has("source")) {
     auto source = root.at("source");
-    source.only_keys({"tool", "device", "dtype", "batch", "date", "model", "notes"});
+    source.only_keys({"tool", "device", "dtype", "batch", "date", "model", "notes", "models"});
     trace.source.tool = source.get_string("tool", "");
     trace.source.device = source.get_string("device", "");
     trace.source.dtype = source.get_string("dtype", "fp32");
     trace.source.batch = source.get_int("batch", 0);
     trace.source.date = source.get_string("date", "");
+    trace.source.models = source.get_int_in("models", 1, 1, std::int64_t{1} << 20);
   }
   if (trace.source.dtype.empty())
     trace.source.dtype = "fp32";
@@ -457,6 +458,8 @@ nlohmann::json trace_to_json(const Trace& trace)
                  {"batch", trace.source.batch}};
   if (!trace.source.date.empty())
     source["date"] = trace.source.date;
+  if (trace.source.models != 1)
+    source["models"] = trace.source.models;
   json tensors = json::array();
   for (const Tensor& tensor : trace.tensors)
     tensors.push_back(tensor_to_json(tensor));

@@ -79,10 +79,6 @@ Trace workload_at(const ScaleStudy& study, std::int64_t value);
 // planner gets the single model and `models = N` instead of the N-model fused trace.
 bool planner_fuses_models(const std::string& planner);
 
-// Samples/s of N models that each train `trace`'s batch (a fused trace keeps one model's batch), whatever the plan's
-// instances (hfta's subsets); nullopt when the trace says no batch.
-std::optional<double> models_samples_per_s(const Trace& trace, std::int64_t models, double steady_iteration_time_s);
-
 // Keep-all's iteration time on `trace` with every GPU's memory unlimited: the reference of `max_overhead`.
 double unlimited_keep_all_time_s(const Trace& trace, const Machine& machine, const SimOptions& simulation);
 

@@ -112,6 +112,9 @@ struct Plan {
   std::vector<PlacementRule> initial_placement;
   std::vector<TensorKind> shared_across_instances; // of weight, weight_grad, optimizer_state
   std::vector<InstanceScope> instance_scopes;
+  // Samples one iteration of the plan trains, where a planner knows better than the default (the trace's samples x
+  // the plan's instances): hfta's subsets are instances that each train several models.
+  std::optional<std::int64_t> samples_per_iteration;
 };
 
 // The first v2 feature a plan uses, named for executors that do not support them; nullopt for a

@@ -89,8 +89,9 @@ struct Metrics {
   std::vector<double> iteration_times_s;
   double steady_iteration_time_s = 0;
   // Capacity and throughput figures (sim/README.md "Metrics").
-  // Samples per second: the trace's batch (trace_batch_size) x the plan's instances over steady_iteration_time_s;
-  // absent when the trace names no batch or no time passed.
+  // Samples per second over steady_iteration_time_s: the plan's samples_per_iteration, else the trace's samples
+  // (trace_samples_per_iteration: batch x fused models) x the plan's instances; absent when the trace names no batch
+  // (and the plan no count) or no time passed.
   std::optional<double> samples_per_s;
   // Host-link utilization per direction: the time during which at least one host-to-GPU (prefetch) or GPU-to-host
   // (offload) copy is in flight, per GPU, over iteration_time_s, averaged over the GPUs that run steps. In [0, 1].

@@ -98,6 +98,8 @@ struct TraceSource {
   std::string dtype;
   std::int64_t batch = 0;
   std::string date;
+  // Models trained side by side by every op (memsim gen fuse); each trains `batch` samples per iteration.
+  std::int64_t models = 1;
 };
 
 // Ids are dense: tensors[i].id == i and ops[i].id == i (the loader enforces it).
@@ -139,6 +141,8 @@ nlohmann::json op_to_json(const Op& op);
 // Samples in one iteration of the trace: source.batch when positive, else the batch extent of the first input
 // tensor with a shape and a batch_axis, else nullopt (unknown).
 std::optional<std::int64_t> trace_batch_size(const Trace& trace);
+// Samples one iteration of the trace trains: its batch x the models fused into it; nullopt without a batch.
+std::optional<std::int64_t> trace_samples_per_iteration(const Trace& trace);
 
 // Re-checks a trace built in memory (generators, importers); throws InputError(source_name, ...).
 void validate_trace(const Trace& trace, const std::string& source_name);
