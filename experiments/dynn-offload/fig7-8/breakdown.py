@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """DyNN-Offload Figures 7 and 8 from memsim: time per system and its breakdown into compute, rematerialization and
-exposed migration (stall), from a `memsim run configs/experiments/dynn-fig7-8.yaml` output folder.
+exposed migration (stall), from the output folders of `memsim run` on configs/experiments/dynn-fig7-8.yaml (24 GB)
+and dynn-fig7-8-80gb.yaml (80 GB).
 
 Writes here breakdown.csv (one row per workload x system: results.csv's times split into compute, rematerialization
 and stall, their shares, and the bytes moved) and time_breakdown.png (stacked bars). results.csv carries no policy
 counters (UVM's fault batches): the `online` planner's cells simulate the realized plan, not the policy.
 
-    /usr/bin/python3 experiments/dynn-offload/fig7-8/breakdown.py --run OUT
+    /usr/bin/python3 experiments/dynn-offload/fig7-8/breakdown.py --run OUT24 OUT80
 """
 import argparse
 import csv
@@ -52,8 +53,12 @@ def write_csv(rows, path):
 
 def plot(rows, path):
     workloads = list(dict.fromkeys(row["workload"] for row in rows))
-    figure, axes = plt.subplots(1, len(workloads), figsize=(2.6 * len(workloads), 3.8), sharey=False, squeeze=False)
-    for axis, workload in zip(axes[0], workloads):
+    columns = min(6, len(workloads))
+    grid_rows = (len(workloads) + columns - 1) // columns
+    figure, axes = plt.subplots(grid_rows, columns, figsize=(2.4 * columns, 3.2 * grid_rows), squeeze=False)
+    for axis in axes.flat[len(workloads):]:
+        axis.set_visible(False)
+    for axis, workload in zip(axes.flat, workloads):
         by_system = {row["system"]: row for row in rows if row["workload"] == workload}
         for x, system in enumerate(SYSTEMS):
             row = by_system.get(system)
@@ -66,21 +71,23 @@ def plot(rows, path):
                 bottom += row[part]
         axis.set_xticks(range(len(SYSTEMS)), ["keep-all", "UVM", "DTR", "DO"], fontsize=8)
         axis.set_title(workload, fontsize=9)
-    axes[0][0].set_ylabel("time of 4 iterations (s)")
+    for row in axes:
+        row[0].set_ylabel("time of 4 iterations (s)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, ["compute", "rematerialization", "exposed migration / stall"], loc="upper right",
                   fontsize=8)
-    figure.suptitle("24 GB RTX 6000, PCIe 3.0: each model at 0.9x and 1.25x keep-all's largest batch (×: cannot train)",
-                    fontsize=10)
-    figure.tight_layout(rect=(0, 0, 0.93, 0.95))
+    figure.suptitle("24 GB RTX 6000 (the first 8) and 80 GB A100 (BERT, recycle), PCIe 3.0: each model at 0.9x and 1.25x "
+                    "keep-all's largest batch (×: cannot train)", fontsize=10)
+    figure.tight_layout(rect=(0, 0, 0.88, 0.95))
     figure.savefig(path, dpi=110)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", required=True, type=pathlib.Path, help="memsim run --out folder of dynn-fig7-8.yaml")
+    parser.add_argument("--run", required=True, type=pathlib.Path, nargs="+",
+                        help="memsim run --out folders of dynn-fig7-8.yaml and dynn-fig7-8-80gb.yaml")
     arguments = parser.parse_args()
-    rows = breakdown_rows(arguments.run)
+    rows = [row for run in arguments.run for row in breakdown_rows(run)]
     write_csv(rows, HERE / "breakdown.csv")
     plot(rows, HERE / "time_breakdown.png")
 
