@@ -48,7 +48,8 @@ def write_csv(rows, path):
         writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({key: (f"{value:.6g}" if isinstance(value, float) else value) for key, value in row.items()})
+            writer.writerow({key: (f"{value:.6g}" if isinstance(value, float) else value)
+                             for key, value in row.items()})
 
 
 def plot(rows, path):
@@ -76,8 +77,8 @@ def plot(rows, path):
     handles, labels = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, ["compute", "rematerialization", "exposed migration / stall"], loc="upper right",
                   fontsize=8)
-    figure.suptitle("24 GB RTX 6000 (the first 8) and 80 GB A100 (BERT, recycle), PCIe 3.0: each model at 0.9x and 1.25x "
-                    "keep-all's largest batch (×: cannot train)", fontsize=10)
+    figure.suptitle("24 GB RTX 6000 (the first 8) and 80 GB A100 (BERT, recycle), PCIe 3.0: "
+                    "each model at 0.9x and 1.25x keep-all's largest batch (×: cannot train)", fontsize=10)
     figure.tight_layout(rect=(0, 0, 0.88, 0.95))
     figure.savefig(path, dpi=110)
 

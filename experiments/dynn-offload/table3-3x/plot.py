@@ -45,7 +45,8 @@ def main():
     axis.set_ylabel("largest batch / keep-all's")
     axis.set_yscale("log")
     axis.legend(ncol=3, fontsize=8)
-    axis.set_title("Table III in memsim: time limit 2x (plain) and 3x (hatched) keep-all's; 24 GB and 80 GB (BERT, recycle)")
+    axis.set_title("Table III in memsim: time limit 2x (plain) and 3x (hatched) keep-all's; "
+                   "24 GB and 80 GB (BERT, recycle)")
     figure.tight_layout()
     figure.savefig(HERE / "batch_ratio.png", dpi=110)
 
