@@ -144,6 +144,23 @@ TEST(DynnBlock, EqualPartitionersUseTheDpBlockCount)
             dp.params.at("partition").at("dp_cost_s").at(0).get<double>());
 }
 
+TEST(DynnBlock, GrowBlocksTakesTheFewestEqualBlocksThatFit)
+{
+  const Trace trace = worked_trace();
+  const Machine machine = worked_machine();
+  // 3 MB per buffer: two or three equal-op blocks put 4 MB in one (dynn_partition_test.cpp works it out), four fit.
+  EXPECT_THROW((void)plan_for(trace, machine, 6000000, {{"partitioner", "equal-ops"}, {"blocks", 2}}), Infeasible);
+  const Plan grown =
+      plan_for(trace, machine, 6000000, {{"partitioner", "equal-ops"}, {"blocks", 2}, {"grow_blocks", true}});
+  EXPECT_EQ(grown.params.at("partition").at("block_ends"), nlohmann::json::parse("[[2,3,5,6]]"));
+  const RunResult run = simulate_both(trace, machine, grown);
+  EXPECT_NEAR(run.metrics.iteration_time_s, *grown.estimate.iteration_time_s, 1e-12);
+  // A count that fits is kept.
+  const Plan kept =
+      plan_for(trace, machine, 6000000, {{"partitioner", "equal-ops"}, {"blocks", 6}, {"grow_blocks", true}});
+  EXPECT_EQ(kept.params.at("partition").at("block_ends"), nlohmann::json::parse("[[1,2,3,4,5,6]]"));
+}
+
 TEST(DynnBlock, DeterministicAndRejectsBadParameters)
 {
   const Trace trace = worked_trace();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <random>
 
 namespace memsim::dynn {
@@ -268,6 +269,24 @@ TEST(DynnPartition, EqualPartitionsWorkedOut)
   // 200 bytes per op, the last 300: half of 1300 is passed after op 3.
   EXPECT_EQ(partition_equal(index, EqualBy::bytes, 2), (Partition{4, 6}));
   EXPECT_EQ(partition_equal(index, EqualBy::ops, 10), (Partition{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(DynnPartition, EqualPartitionGrowsToTheFewestBlocksThatFit)
+{
+  const BlockProblem problem = worked_chain(); // 300 bytes per buffer
+  const BlockIndex index(problem);
+  // Two blocks {3, 6}: the first touches t0..t3 (400). Three {2, 4, 6}: the last touches t1, t4, t5, t6 (400).
+  // Four {2, 3, 5, 6}: 300, 200, 300 and 300 bytes.
+  EXPECT_FALSE(partition_fits(index, partition_equal(index, EqualBy::ops, 2)));
+  EXPECT_FALSE(partition_fits(index, partition_equal(index, EqualBy::ops, 3)));
+  EXPECT_EQ(partition_equal_fitting(index, EqualBy::ops, 2), (Partition{2, 3, 5, 6}));
+  EXPECT_EQ(partition_equal_fitting(index, EqualBy::ops, 4), partition_equal(index, EqualBy::ops, 4));
+  // Already fitting: unchanged.
+  EXPECT_EQ(partition_equal_fitting(index, EqualBy::ops, 5), partition_equal(index, EqualBy::ops, 5));
+  BlockProblem tight = problem;
+  tight.capacity = 250; // the last op alone touches 300 bytes: no split fits
+  const BlockIndex tight_index(tight);
+  EXPECT_EQ(partition_equal_fitting(tight_index, EqualBy::time, 1), std::nullopt);
 }
 
 } // namespace

@@ -22,6 +22,7 @@ namespace {
 struct DynnBlockOptions {
   std::string partitioner = "dp";
   int blocks = 0;
+  bool grow_blocks = false;
   std::string dp_sets = "conservative";
   bool retain = false;
   double dp_work_limit = 1e9;
@@ -42,10 +43,19 @@ dynn::Partition choose_partition(const dynn::BlockIndex& index, const DynnBlockO
   const dynn::EqualBy by = options.partitioner == "equal-ops"    ? dynn::EqualBy::ops
                            : options.partitioner == "equal-time" ? dynn::EqualBy::time
                                                                  : dynn::EqualBy::bytes;
-  dynn::Partition partition = dynn::partition_equal(index, by, blocks);
-  if (!dynn::partition_fits(index, partition))
-    throw Infeasible(fmt::format("dynn-block: {} with {} blocks puts more than one buffer ({} bytes) in a block",
-                                 options.partitioner, partition.size(), index.problem().capacity));
+  dynn::Partition partition;
+  if (options.grow_blocks) {
+    std::optional<dynn::Partition> fitting = dynn::partition_equal_fitting(index, by, blocks);
+    if (!fitting) // unreachable while the DP above succeeds: one op per block fits then
+      throw Infeasible(fmt::format("dynn-block: no {} split of {} ops fits one buffer ({} bytes) per block",
+                                   options.partitioner, index.op_count(), index.problem().capacity));
+    partition = std::move(*fitting);
+  } else {
+    partition = dynn::partition_equal(index, by, blocks);
+    if (!dynn::partition_fits(index, partition))
+      throw Infeasible(fmt::format("dynn-block: {} with {} blocks puts more than one buffer ({} bytes) in a block",
+                                   options.partitioner, partition.size(), index.problem().capacity));
+  }
   dp_cost_s = dynn::dp_cost(index, partition, dp.sets);
   return partition;
 }
@@ -195,6 +205,9 @@ MEMSIM_REGISTER_PLANNER(
            {.choices = {"dp", "equal-ops", "equal-time", "equal-bytes"}}),
      param("blocks", &DynnBlockOptions::blocks, "blocks per iteration for the equal-* partitioners (0: the DP's count)",
            {.min = 0, .max = 1e6}),
+     param("grow_blocks", &DynnBlockOptions::grow_blocks,
+           "equal-*: when `blocks` equal blocks put more than one buffer in some block, use the fewest more blocks "
+           "that fit (the paper's ablation keeps the count; without this such an iteration is infeasible)"),
      param("dp_sets", &DynnBlockOptions::dp_sets,
            "the DP's migration sets: conservative (spec §2.6: prefetch W_j minus W_j-1 only, over block pairs, "
            "O(n L^2)) or exact (the runtime's sets given the two blocks before, over triples, O(n L^3))",

@@ -2,14 +2,18 @@
 #include "memsim/planners/dynn/blocks.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 namespace memsim::dynn {
 
-Partition partition_equal(const BlockIndex& index, EqualBy by, std::size_t blocks)
+namespace {
+
+// Prefix sums of the per-op weights the split balances; all zero (nothing to balance) falls back to op counts.
+std::vector<double> weight_prefix(const BlockIndex& index, EqualBy by)
 {
   const BlockProblem& problem = index.problem();
   const std::size_t n = index.op_count();
-  const std::size_t count = std::min(std::max<std::size_t>(blocks, 1), n);
   std::vector<double> prefix(n + 1, 0.0);
   for (std::size_t i = 0; i < n; ++i) {
     double weight = 1.0;
@@ -23,8 +27,15 @@ Partition partition_equal(const BlockIndex& index, EqualBy by, std::size_t block
     }
     prefix[i + 1] = prefix[i] + weight;
   }
-  if (prefix[n] <= 0) // nothing to balance (all weights zero): equal op counts
-    return partition_equal(index, EqualBy::ops, blocks);
+  if (n > 0 && prefix[n] <= 0)
+    return weight_prefix(index, EqualBy::ops);
+  return prefix;
+}
+
+Partition split_prefix(const std::vector<double>& prefix, std::size_t blocks)
+{
+  const std::size_t n = prefix.size() - 1;
+  const std::size_t count = std::min(std::max<std::size_t>(blocks, 1), n);
   Partition partition;
   std::size_t end = 0;
   for (std::size_t k = 1; k < count; ++k) {
@@ -38,6 +49,24 @@ Partition partition_equal(const BlockIndex& index, EqualBy by, std::size_t block
   }
   partition.push_back(n);
   return partition;
+}
+
+} // namespace
+
+Partition partition_equal(const BlockIndex& index, EqualBy by, std::size_t blocks)
+{
+  return split_prefix(weight_prefix(index, by), blocks);
+}
+
+std::optional<Partition> partition_equal_fitting(const BlockIndex& index, EqualBy by, std::size_t blocks)
+{
+  const std::vector<double> prefix = weight_prefix(index, by);
+  for (std::size_t count = std::max<std::size_t>(blocks, 1); count <= index.op_count(); ++count) {
+    Partition partition = split_prefix(prefix, count);
+    if (partition_fits(index, partition))
+      return partition;
+  }
+  return std::nullopt;
 }
 
 bool partition_fits(const BlockIndex& index, const Partition& partition)

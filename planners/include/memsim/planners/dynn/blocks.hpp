@@ -7,6 +7,7 @@
 // The problem is stated on local tensor indices so that the partitioners can be tested on hand-made sequences;
 // dynn_block.cpp builds it from a trace.
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -100,6 +101,8 @@ DpResult partition_dp(const BlockIndex& index, double work_limit = 1e9, DpSets s
 // partition_fits).
 enum class EqualBy { ops, time, bytes };
 Partition partition_equal(const BlockIndex& index, EqualBy by, std::size_t blocks);
+// The same split with the fewest block count >= `blocks` that fits (nullopt when not even one op per block does).
+std::optional<Partition> partition_equal_fitting(const BlockIndex& index, EqualBy by, std::size_t blocks);
 bool partition_fits(const BlockIndex& index, const Partition& partition);
 
 // The runtime's exact sets and times for a partition (spec §2.6 without approximations): residents tracked across
