@@ -1,6 +1,7 @@
-// harmony-pp, harmony-dp, dp-swap, gpipe-swap and pipedream2bw-swap: the plans they emit over a layer-chain trace of a
-// uniform hand-made profile simulate feasible on both engines with the same times, move exactly the weight bytes spec
-// §1.8 derives for the implemented schedules, never deadlock under the wrap-around binding, and are deterministic.
+// harmony-pp, harmony-dp, dp-swap, gpipe-swap, pipedream2bw-swap, zero-infinity and zero-offload: the plans they emit
+// over a layer-chain trace of a uniform hand-made profile simulate feasible on both engines with the same times, move
+// exactly the weight bytes spec §1.8 derives for the implemented schedules, never deadlock under the wrap-around
+// binding, and are deterministic.
 #include "simulate_in_child.hpp"
 
 #include "memsim/common/error.hpp"
@@ -9,6 +10,7 @@
 #include "memsim/sim/simulator.hpp"
 #include "memsim/traces/layer_chain.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -410,6 +412,145 @@ TEST(HarmonyPlan, Deterministic)
   for (const char* planner : {"dp-swap", "gpipe-swap", "pipedream2bw-swap"})
     EXPECT_EQ(plan_to_json(harmony_plan(planner, trace, machine, swap)).dump(),
               plan_to_json(harmony_plan(planner, trace, machine, swap)).dump());
+}
+
+// Bytes of all steps of `kind` whose tensor is named `prefix`..., per device.
+std::uint64_t total_bytes(const RunResult& run, StepKind kind, const std::string& prefix)
+{
+  std::uint64_t bytes = 0;
+  for (const StepRecord& record : run.timeline)
+    if (record.kind == kind && record.label.rfind(prefix, 0) == 0)
+      bytes += record.bytes;
+  return bytes;
+}
+
+// ZeRO-Infinity, R = 4 (|W| = 14 MB), u = 2, m = 2 micro-steps on N = 2 and N = 4 GPUs (D = 2 N m): per micro-step
+// every layer's W is gathered twice (forward, and the recompute before the backward), each GPU bringing its 1/N
+// shard from the host, and every dW is reduce-scattered with only the own shard going out. Per GPU: 2m|W|/N of W
+// in, m|W|/N of dW out, so 3m|W| host<->GPU in all, whatever N. On the GPU links: each gather's ring sends N - 1
+// shards per GPU ((N - 1)|W_l| in all) and each reduce-scatter moves (N - 1)|W_l|: 3m(N - 1)|W|. Checkpoints at
+// every layer boundary: x.1..x.3 out once per microbatch, back in once; the data x.0 in twice.
+TEST(ZeroInfinityPlan, MovesThreeMWeightsThroughTheHost)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const std::uint64_t W = total_weight(profile);
+  const std::uint64_t X = kMicrobatch * kSample;
+  const std::uint64_t m = 2;
+  for (int n : {2, 4}) {
+    const auto N = static_cast<std::uint64_t>(n);
+    const Machine machine = switched_machine(n);
+    const Plan plan = harmony_plan("zero-infinity", trace, machine, {{"minibatch", 2 * n * m}});
+    EXPECT_EQ(plan.params["configuration"]["micro_steps"], m);
+    EXPECT_EQ(plan.params["configuration"]["pack_bwd"], "0-0,1-1,2-2,3-3");
+    ASSERT_TRUE(plan.estimate.iteration_time_s.has_value());
+    const Runs runs = simulate_both(trace, machine, plan);
+    report(fmt::format("zero-infinity N={} R=4 D={}", n, 2 * n * m), plan, runs);
+    for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+      EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "w.", n), std::vector<std::uint64_t>(N, 2 * m * W / N));
+      EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "dw.", n), std::vector<std::uint64_t>(N, m * W / N));
+      EXPECT_EQ(sum(weight_traffic(*run, n)), 3 * m * W);
+      EXPECT_EQ(bytes_per_device(*run, StepKind::send, "w.", n),
+                std::vector<std::uint64_t>(N, 2 * m * (N - 1) * W / N));
+      EXPECT_EQ(total_bytes(*run, StepKind::reducescatter, "dw."), m * (N - 1) * W);
+      EXPECT_EQ(run->metrics.p2p_bytes, 3 * m * (N - 1) * W);
+      EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "x.", n), std::vector<std::uint64_t>(N, 3 * m * X));
+      EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "x.", n), std::vector<std::uint64_t>(N, 5 * m * X));
+      EXPECT_GT(run->metrics.recomputed_bytes, 0u);
+    }
+  }
+}
+
+// Packs 0-1,2-3: only x.2 is a checkpoint; each layer's W is still gathered twice per micro-step.
+TEST(ZeroInfinityPlan, PacksCheckpointTheirInputs)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const Plan plan = harmony_plan("zero-infinity", trace, machine, {{"minibatch", 4}, {"pack_bwd", "0-1,2-3"}});
+  const Runs runs = simulate_both(trace, machine, plan);
+  const std::uint64_t X = kMicrobatch * kSample;
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "x.", 2), (std::vector<std::uint64_t>{X, X}));
+    EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "w.", 2),
+              std::vector<std::uint64_t>(2, total_weight(profile)));
+  }
+}
+
+// R = 12: |W| = 46 MB does not fit a 40 MB GPU, so every replicated-W scheme (zero-offload; dp-swap without
+// swapping) is out, while ZeRO-Infinity, which holds one gathered pack of W at a time, runs within it on both
+// engines. zero-offload says why, with the bytes.
+TEST(ZeroPlans, InfinityFitsWhereTheWeightsDoNot)
+{
+  const LayerProfile profile = uniform_profile(12);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const std::uint64_t budget = 40 * kMB;
+  ASSERT_GT(total_weight(profile), budget);
+  PlanRequest request;
+  request.devices = 2;
+  request.budget_bytes = budget;
+  request.params = {{"minibatch", 4}};
+  Plan plan = make_plan("zero-infinity", trace, machine, request);
+  plan.budget_bytes = budget;
+  const Runs runs = simulate_both(trace, machine, plan);
+  EXPECT_LE(runs.fast.metrics.peak_device_bytes, budget);
+  try {
+    make_plan("zero-offload", trace, machine, request);
+    ADD_FAILURE() << "zero-offload fitted 46 MB of weights in 40 MB";
+  } catch (const Infeasible& error) {
+    EXPECT_NE(std::string(error.what()).find("46000000 bytes"), std::string::npos) << error.what();
+  }
+}
+
+// ZeRO-Offload, R = 4, N = 2, m = 2: W stays on the GPUs, so only dW shards go out (m|W|/N per GPU) and the updated
+// W shards come in once after the CPU step (|W|/N per GPU), all-gathered over the GPU links ((N - 1)|W|).
+TEST(ZeroOffloadPlan, MovesGradientsOutAndTheUpdateIn)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const std::uint64_t W = total_weight(profile);
+  const Plan plan = harmony_plan("zero-offload", trace, machine, {{"minibatch", 8}});
+  const Runs runs = simulate_both(trace, machine, plan);
+  report("zero-offload N=2 R=4 D=8", plan, runs);
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "w.", 2), std::vector<std::uint64_t>(2, W / 2));
+    EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "dw.", 2), std::vector<std::uint64_t>(2, 2 * W / 2));
+    EXPECT_EQ(total_bytes(*run, StepKind::send, "w."), W);
+    EXPECT_EQ(total_bytes(*run, StepKind::reducescatter, "dw."), 2 * W);
+  }
+}
+
+TEST(ZeroPlans, ErrorsNameTheParameter)
+{
+  const Trace trace = layer_chain_trace(uniform_profile(4), kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const auto where = [&](const std::string& planner, const nlohmann::json& params) {
+    try {
+      harmony_plan(planner, trace, machine, params);
+    } catch (const InputError& error) {
+      return error.where();
+    }
+    return std::string("no error");
+  };
+  for (const char* planner : {"zero-infinity", "zero-offload"}) {
+    EXPECT_EQ(where(planner, {{"minibatch", 6}}), "minibatch"); // not 2 GPUs x microbatches of 2
+    EXPECT_EQ(where(planner, {}), "minibatch");
+    EXPECT_EQ(where(planner, {{"minibatch", 8}, {"gpus", 3}}), "gpus");
+    EXPECT_EQ(where(planner, {{"minibatch", 8}, {"pack_bwd", "0-1"}}), "pack_bwd"); // layers 2-3 uncovered
+    EXPECT_EQ(where(planner, {{"minibatch", 8}, {"pack_bwd", "0-1,3-2"}}), "pack_bwd");
+  }
+}
+
+TEST(ZeroPlans, Deterministic)
+{
+  const Trace trace = layer_chain_trace(uniform_profile(4), kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const nlohmann::json params = {{"minibatch", 8}, {"pack_bwd", "0-1,2-3"}};
+  for (const char* planner : {"zero-infinity", "zero-offload"})
+    EXPECT_EQ(plan_to_json(harmony_plan(planner, trace, machine, params)).dump(),
+              plan_to_json(harmony_plan(planner, trace, machine, params)).dump());
 }
 
 } // namespace
