@@ -1,5 +1,6 @@
 #include "capuchin_schedule.hpp"
 
+#include "default_schedule.hpp"
 #include "recompute_on_demand.hpp"
 
 #include "memsim/common/error.hpp"
@@ -291,10 +292,16 @@ private:
     SwapEmission emission;
     emission.planner = options_.planner;
     emission.budget_bytes = options_.budget_bytes;
-    try {
-      emit_with_swaps(analysis_, layout.sequence, layout.moved, emission, plan);
-    } catch (const Infeasible&) {
-      return false;
+    const bool keep_all = result.choices.empty();
+    if (keep_all) {
+      plan = default_schedule(trace_, analysis_); // nothing moved: exactly keep-all (frees as the framework did)
+      plan.budget_bytes = options_.budget_bytes;
+    } else {
+      try {
+        emit_with_swaps(analysis_, layout.sequence, layout.moved, emission, plan);
+      } catch (const Infeasible&) {
+        return false;
+      }
     }
     SimOptions simulation;
     simulation.record_timeline = false;
