@@ -200,6 +200,25 @@ TEST(HftaCapuchin, BudgetsBelowKeepAllFitOnBothEngines)
   std::printf("hfta-capuchin worst estimate gap on the chain fixtures: %.3f %%\n", 100 * worst_gap);
 }
 
+// offload_release only changes the scheduler's replay (paper: an offloaded tensor leaves at its last forward use);
+// the emitted deps are memory-safe either way, so both plans fit on both engines.
+TEST(HftaCapuchin, BothOffloadReleasesFit)
+{
+  const Trace trace = test::make_chain(8, MB);
+  const std::uint64_t budget = keep_all_peak(trace) * 6 / 10;
+  for (const char* release : {"safe", "paper"}) {
+    PlanRequest request;
+    request.budget_bytes = budget;
+    request.params = {{"offload_release", release}};
+    const Plan plan = make_plan("hfta-capuchin", trace, test::one_gpu_machine(), request);
+    const Runs runs = run_both(trace, plan);
+    for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
+      ASSERT_FALSE(result->error) << release << ": " << result->error->message;
+      EXPECT_LE(result->metrics.peak_device_bytes, budget) << release;
+    }
+  }
+}
+
 TEST(HftaCapuchin, BelowWhatTheLargestOpNeedsIsInfeasible)
 {
   const Trace trace = test::make_chain(4, MB);
