@@ -5,6 +5,7 @@
 // another, each a keep-all schedule of its fused graph as its own instance. The subsets are separate trainings, so
 // each holds its weights only while it runs: one instance scope per subset (sim/README.md "instance_scopes").
 #include "default_schedule.hpp"
+#include "fused_extras.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
@@ -84,26 +85,9 @@ FusedBlock append_block(Plan& plan, const Trace& base, int k, const Machine& mac
 {
   FusedBlock block;
   block.trace = fused(base, k);
-  block.op_base = static_cast<OpId>(base.ops.size() + plan.extra_ops.size());
-  block.tensor_base = static_cast<TensorId>(base.tensors.size() + plan.extra_tensors.size());
-  for (Tensor tensor : block.trace.tensors) {
-    tensor.id += block.tensor_base;
-    if (tensor.free_after)
-      *tensor.free_after += block.op_base;
-    plan.extra_tensors.push_back(std::move(tensor));
-  }
-  for (Op op : block.trace.ops) {
-    op.id += block.op_base;
-    for (TensorId& id : op.inputs)
-      id += block.tensor_base;
-    for (TensorId& id : op.outputs)
-      id += block.tensor_base;
-    if (op.split_of)
-      op.split_of->op += block.op_base;
-    if (op.fused_from)
-      op.fused_from->op += block.op_base;
-    plan.extra_ops.push_back(std::move(op));
-  }
+  const planning::ExtraBlock ids = planning::append_as_extras(plan, base, block.trace);
+  block.op_base = ids.op_base;
+  block.tensor_base = ids.tensor_base;
   const TraceAnalysis analysis(block.trace);
   Plan keep_all = default_schedule(block.trace, analysis);
   keep_all.budget_bytes = budget;

@@ -15,6 +15,8 @@ RecomputeMode recompute_mode_named(const std::string& name)
     return RecomputeMode::speed;
   if (name == "cost-aware")
     return RecomputeMode::cost_aware;
+  if (name == "lineage")
+    return RecomputeMode::lineage;
   throw std::invalid_argument("unknown recompute mode '" + name + "'");
 }
 
@@ -57,6 +59,10 @@ std::vector<SequenceEntry> recompute_on_demand(const TraceAnalysis& analysis, co
         if (keep)
           recomputed[static_cast<std::size_t>(id)] = true;
       }
+      if (mode == RecomputeMode::lineage)
+        for (TensorId id : op.inputs)
+          if (dropped_tensor(id))
+            recomputed[static_cast<std::size_t>(*analysis.producer(id))] = true;
     }
     sequence.push_back({op.id, false});
   }

@@ -15,9 +15,11 @@ enum class RecomputeMode {
   memory,     // every op recomputes what it reads, and the copies die with it
   speed,      // a recomputed tensor stays until its last read: each dropped tensor is recomputed at most once
   cost_aware, // SuperNeurons: speed when what one op needs recomputed fits in the bottleneck, memory otherwise
+  lineage,    // Capuchin / mu-TWO: a dropped tensor a backward op reads is recomputed once and stays until its last
+              // read; the dropped tensors its recomputation needs are temporaries, recomputed again for each target
 };
 
-// "memory", "speed" or "cost-aware".
+// "memory", "speed", "cost-aware" or "lineage".
 RecomputeMode recompute_mode_named(const std::string& name);
 
 // `dropped[op]`: a forward op whose outputs are freed after their last forward read and recomputed when the backward

@@ -201,6 +201,27 @@ TEST(ScaleStudy, ModelsAxisGivesAPlannerThatFusesTheSingleModel)
   EXPECT_TRUE(result.reached_limit);
 }
 
+// hfta-capuchin fuses the models itself too, all N in one graph: past k* = 5 it trains 6 fused models by swapping
+// and recomputing within the budget, but not every N (the fused graph's largest op outgrows the budget).
+TEST(ScaleStudy, ModelsAxisGivesHftaCapuchinTheSingleModel)
+{
+  ASSERT_TRUE(kTestChainRegistered);
+  ScaleStudy study = small_cnn_study();
+  parse_workload_spec("test-chain:batch=3", study);
+  set_axis(study, ScaleAxis::models, "");
+  const std::uint64_t single = default_memory_profile(workload_at(study, 1)).peak_bytes;
+  study.budget_bytes = 5 * single + single / 2;
+  study.planner = "hfta-capuchin";
+  const ProbeOutcome six = probe_study(study, 6);
+  ASSERT_TRUE(six.feasible) << six.reason;
+  EXPECT_DOUBLE_EQ(six.samples_per_s, 18.0 / six.iteration_time_s); // 6 models x batch 3
+  const CapacityResult result =
+      find_largest_feasible([&](std::int64_t v) { return probe_study(study, v); }, {1, 16, 2});
+  ASSERT_TRUE(result.largest);
+  EXPECT_GE(*result.largest, 6);
+  EXPECT_LT(*result.largest, 16);
+}
+
 TEST(ScaleStudy, ARecordedTraceIsRescaledToEachBatch)
 {
   // The same chain recorded at batch 4 (4 MB activations): `memsim trace rescale` makes it 1 MB x batch again, so

@@ -34,7 +34,8 @@ struct Workload {
   // named "<base>-k<models>" (after the batch suffix when both axes are swept).
   std::optional<std::int64_t> models;
   // With `models`: the single model (fuse_trace at k = 1), named "<base>-k1", for planners that fuse it themselves
-  // (those declaring a `models` parameter: hfta); written next to the fused trace by materialize_workloads.
+  // (those declaring a `models` parameter: hfta, hfta-capuchin); written next to the fused trace by
+  // materialize_workloads.
   std::string single_model_name;
   std::optional<Trace> single_model;
   std::filesystem::path single_model_file;
@@ -143,7 +144,8 @@ struct CellResult {
   // The keep-all (default schedule) peak of the cell's workload over the GPU's memory (μ-TWO's Fig. 9d: how far the
   // configuration is over the GPU before any memory optimization).
   double excess_peak_ratio = 0;
-  std::string partition; // the plan's `partition` parameter when its planner records one (hfta, mu-two), else ""
+  // The plan's `partition` parameter when its planner records one (hfta, hfta-capuchin, mu-two), else "".
+  std::string partition;
 };
 
 // The worker's job: make_plan + simulate. Creates the process's SimGrid engine: once per process only.

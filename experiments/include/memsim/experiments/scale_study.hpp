@@ -75,8 +75,8 @@ double axis_value(const ScaleStudy& study, std::int64_t value);
 // that batch and to that GPU.
 Trace workload_at(const ScaleStudy& study, std::int64_t value);
 
-// Whether a planner fuses the models itself (it declares a `models` parameter: hfta). On the models axis such a
-// planner gets the single model and `models = N` instead of the N-model fused trace.
+// Whether a planner fuses the models itself (it declares a `models` parameter: hfta, hfta-capuchin). On the models axis
+// such a planner gets the single model and `models = N` instead of the N-model fused trace.
 bool planner_fuses_models(const std::string& planner);
 
 // Keep-all's iteration time on `trace` with every GPU's memory unlimited: the reference of `max_overhead`.
