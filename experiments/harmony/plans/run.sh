@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # harmony-pp / harmony-dp plans for Harmony's committed D=32, N=2 configurations (U_F = U_B only), simulated on both
-# engines. Usage: run.sh PROFILE_DIR [MEMSIM] [MACHINE]   (PROFILE_DIR holds bert_96.json and vgg416.json)
+# engines. Usage: run.sh [PROFILE_DIR] [MEMSIM] [MACHINE]   (PROFILE_DIR holds bert_96.json and vgg416.json; defaults
+# in ../common.sh)
 # Prints the README's markdown table; per-GPU volumes are read from the plan (static: every copy is a plan step).
 set -euo pipefail
-profiles=${1:?usage: run.sh PROFILE_DIR [MEMSIM] [MACHINE]}
-memsim=${2:-memsim}
+source "$(dirname "$0")/../common.sh"
+harmony_setup "${1:-}" "${2:-}"
+memsim=$harmony_memsim
 machine=${3:-4x1080ti-pcie-1switch}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work=$harmony_work
 
 bert_bwd=0-9,10-19,20-28,29-38,39-47,48-57,58-67,68-76,77-86,87-99
 vgg_fwd=0-50,51-110,111-184,185-262,263-353
@@ -22,9 +23,7 @@ echo "| model | mode | U/\|P_F\|/\|P_B\| | Harmony estimate (s) | simulated fast
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for run in "${runs[@]}"; do
   read -r model mode u packs_fwd packs_bwd <<<"$run"
-  trace="$work/$model-u$u.trace.json"
-  [ -f "$trace" ] || "$memsim" gen layer-chain --profile "$profiles/$model.json" --microbatch "$u" \
-    --machine "$machine" --out "$trace" >/dev/null
+  trace=$(harmony_layer_chain "$model" "$u" "$machine")
   plan="$work/$model-$mode.plan.json"
   "$memsim" plan --trace "$trace" --machine "$machine" --planner "harmony-$mode" --param gpus=2 \
     --param minibatch=32 --param pack_fwd="$packs_fwd" --param pack_bwd="$packs_bwd" --out "$plan" >/dev/null
