@@ -7,8 +7,9 @@
 # experiments/harmony/fig10/results.csv). MODELS="bert_96 vgg416" and MINIBATCHES="16 64" cut the grid.
 # Per cell (README.md "Method"): Harmony's search picks <U_F, P_F, U_B, P_B> (memory cap as Table 1's scripts), the
 # plan runs it at u = U_B (the planners need U_F = U_B: when the Top-1 has U_F != U_B the planner's own search finds
-# the best packs at u = U_B); each baseline runs at the largest power-of-two u <= Harmony PP's U_B that divides its
-# samples per GPU and simulates feasible. A progress line per simulated cell goes to stderr.
+# the best packs at u = U_B); each baseline runs at the largest power-of-two u that divides D / N (dp-swap: its
+# samples per GPU; the pipelines: at least N microbatches), is at most the largest microbatch Harmony's searches pick for the model (over both modes and every D), and
+# simulates feasible. A progress line per simulated cell goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../common.sh"
@@ -49,11 +50,16 @@ simulate_cell() {
 /usr/bin/python3 "$row_tool" --header >"$out"
 for model in $models; do
   cap=${memory_cap[$model]}
+  largest_u=1
   for d in $minibatches; do
-    pp_u_bwd=
     for mode in pp dp; do
       harmony_search "$model" "$mode" "$gpus" "$d" "$cap"
-      [ "$mode" = pp ] && pp_u_bwd=$search_u_bwd
+      for u in "$search_u_fwd" "$search_u_bwd"; do [ "$u" -gt "$largest_u" ] && largest_u=$u; done
+    done
+  done
+  for d in $minibatches; do
+    for mode in pp dp; do
+      harmony_search "$model" "$mode" "$gpus" "$d" "$cap"
       if [ "$search_u_fwd" = "$search_u_bwd" ]; then
         params=(--param pack_fwd="$search_packs_fwd" --param pack_bwd="$search_packs_bwd")
       else
@@ -65,14 +71,17 @@ for model in $models; do
     done
     for planner in dp-swap gpipe-swap pipedream2bw-swap; do
       for recompute in false true; do
-        samples=$d
-        [ "$planner" = dp-swap ] && samples=$((d / gpus))
+        # dp-swap runs D / N samples per GPU; the pipelines need at least N microbatches to fill (one microbatch
+        # would run the N stages one after another), so u <= D / N there too.
+        samples=$((d / gpus))
         u=1
-        while [ $((u * 2)) -le "$pp_u_bwd" ]; do u=$((u * 2)); done
+        while [ $((u * 2)) -le "$largest_u" ]; do u=$((u * 2)); done
         while [ "$u" -ge 1 ]; do
-          if [ $((samples % u)) -eq 0 ] &&
-            simulate_cell "$model" "$planner" "$recompute" "$d" "$u" "$u" "" --param recompute="$recompute"; then
-            break
+          if [ $((samples % u)) -eq 0 ]; then
+            simulate_cell "$model" "$planner" "$recompute" "$d" "$u" "$u" "" --param recompute="$recompute" && break
+            # GPipe's flush keeps every microbatch's activations until the backward: the host must hold all D
+            # samples' worth whatever u, so a smaller u cannot make it fit.
+            [ "$planner/$recompute" = gpipe-swap/false ] && grep -q ',host_out_of_memory$' "$harmony_work/row" && break
           fi
           u=$((u / 2))
         done
