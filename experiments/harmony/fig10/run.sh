@@ -4,7 +4,8 @@
 # simulated by memsim's fast engine. Usage:
 #   run.sh [PROFILE_DIR] [MEMSIM] [MACHINE] [OUT_CSV]
 # (defaults: ../shared/data/harmony-profiles, build/release/experiments/memsim, 4x1080ti-pcie-1switch,
-# experiments/harmony/fig10/results.csv). MODELS="bert_96 vgg416" and MINIBATCHES="16 64" cut the grid.
+# experiments/harmony/fig10/results.csv). MODELS="bert_96 vgg416" and MINIBATCHES="16 64" cut the grid (the
+# baselines' u cap comes from the searches of the D run); ENGINE=simgrid simulates with SimGrid instead of fast.
 # Per cell (README.md "Method"): Harmony's search picks <U_F, P_F, U_B, P_B> (memory cap as Table 1's scripts), the
 # plan runs it at u = U_B (the planners need U_F = U_B: when the Top-1 has U_F != U_B the planner's own search finds
 # the best packs at u = U_B); each baseline runs at the largest power-of-two u that divides D / N (dp-swap: its
@@ -17,6 +18,7 @@ harmony_setup "${1:-}" "${2:-}"
 machine=${3:-4x1080ti-pcie-1switch}
 out=${4:-$here/results.csv}
 gpus=4
+engine=${ENGINE:-fast}
 models=${MODELS:-bert_96 gpt2_xl vgg416 bert_large gpt2_10b}
 minibatches=${MINIBATCHES:-16 64 256}
 declare -A memory_cap=([bert_96]=9e9 [gpt2_xl]=9e9 [bert_large]=9e9 [gpt2_10b]=9e9 [vgg416]=10737418240)
@@ -36,7 +38,7 @@ simulate_cell() {
     echo "  $model D=$d $planner recompute=$recompute u=$u_bwd: plan failed" >&2
     return 1
   fi
-  "$harmony_memsim" simulate --trace "$trace" --machine "$machine" --plan "$plan" --json >"$sim"
+  "$harmony_memsim" simulate --trace "$trace" --machine "$machine" --plan "$plan" --engine "$engine" --json >"$sim"
   /usr/bin/python3 "$row_tool" "$trace" "$plan" "$sim" model="$model" planner="$planner" recompute="$recompute" \
     gpus=$gpus minibatch="$d" u_fwd="$u_fwd" u_bwd="$u_bwd" search_estimate_s="$search_estimate" >"$harmony_work/row"
   local feasible seconds
