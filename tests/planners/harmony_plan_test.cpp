@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <string>
 
 namespace memsim {
@@ -398,6 +399,43 @@ TEST(GpipeSwapPlan, RecomputeSwapsWhatDoesNotFit)
     EXPECT_EQ(weight_traffic(*run, 2),
               (std::vector<std::uint64_t>{(5 * m + 2) * stage_weight, (5 * m + 2) * total_weight(profile, 4)}));
   }
+}
+
+// The swap baselines drop the host copy of every activation they swapped out, once, after the microbatch's backward
+// on that GPU (LMS frees a swapped tensor with its last use), so host memory holds one microbatch's activations per
+// GPU, not the minibatch's: on dp-swap, N = 2, u = 2, going from m = 2 to m = 4 microbatches per GPU adds only the
+// data of the 2 x 2 extra microbatches (the inputs start on the host, one copy per instance, and stay).
+TEST(SwapBaselines, DropEveryActivationHostCopyOnce)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  for (const std::string planner : {"dp-swap", "gpipe-swap", "pipedream2bw-swap"})
+    for (bool recompute : {false, true}) {
+      const Plan plan = harmony_plan(planner, trace, machine, {{"minibatch", 8}, {"recompute", recompute}});
+      std::map<std::pair<int, TensorId>, int> offloaded, dropped;
+      for (const Step& step : plan.steps) {
+        if (!step.tensor)
+          continue;
+        const TensorKind kind = trace.tensor(*step.tensor).kind;
+        if (kind == TensorKind::weight || kind == TensorKind::weight_grad || kind == TensorKind::optimizer_state)
+          continue;
+        if (step.kind == StepKind::offload)
+          offloaded[{step.instance, *step.tensor}] = 1;
+        if (step.kind == StepKind::free && step.device == kHostDevice)
+          ++dropped[{step.instance, *step.tensor}];
+      }
+      EXPECT_FALSE(offloaded.empty()) << planner;
+      EXPECT_EQ(dropped, offloaded) << planner << " recompute " << recompute;
+      simulate_both(trace, machine, plan);
+    }
+  const std::uint64_t data = kMicrobatch * kSample;
+  std::uint64_t peak_host[2] = {0, 0};
+  for (int m : {2, 4}) {
+    const Plan plan = harmony_plan("dp-swap", trace, machine, {{"minibatch", 2 * kMicrobatch * m}});
+    peak_host[m / 4] = simulate_both(trace, machine, plan).fast.metrics.peak_host_bytes;
+  }
+  EXPECT_EQ(peak_host[1] - peak_host[0], 2 * 2 * data);
 }
 
 TEST(HarmonyPlan, Deterministic)

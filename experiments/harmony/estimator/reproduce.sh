@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Harmony's committed estimates (D=32, N=2) recomputed by `memsim harmony estimate` from the converted profiles.
-# Usage: reproduce.sh PROFILE_DIR [MEMSIM]   (PROFILE_DIR holds bert_96.json, gpt2_xl.json, vgg416.json)
+# Usage: reproduce.sh [PROFILE_DIR] [MEMSIM]   (PROFILE_DIR holds bert_96.json, gpt2_xl.json, vgg416.json; defaults in
+# ../common.sh)
 # Prints the README's markdown table. The configurations are the Top-1 ones in msr-fiddle/harmony
 # results/<model>/sched/D32_<mode>_N2_Summary.txt (commit 5fd838f), found by the paper's packing flags.
 set -euo pipefail
-profiles=${1:?usage: reproduce.sh PROFILE_DIR [MEMSIM]}
-memsim=${2:-memsim}
+source "$(dirname "$0")/../common.sh"
+harmony_setup "${1:-}" "${2:-}"
+profiles=$harmony_profiles
+memsim=$harmony_memsim
 
 bert_bwd=0-9,10-19,20-28,29-38,39-47,48-57,58-67,68-76,77-86,87-99
 vgg_fwd=0-50,51-110,111-184,185-262,263-353

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Harmony's configuration search (`memsim harmony search`, flags of the paper's scripts: forward packing
 # balanced_time + reuse, backward balanced_time, Top-1, fit ranked normally) on the converted profiles.
-# Usage: search.sh PROFILE_DIR [MEMSIM]. Prints the README's search table; search times go to the last column
+# Usage: search.sh [PROFILE_DIR] [MEMSIM] (defaults in ../common.sh). Prints the README's search table; search times go to the last column
 # (wall clock of this machine, not deterministic).
 set -euo pipefail
-profiles=${1:?usage: search.sh PROFILE_DIR [MEMSIM]}
-memsim=${2:-memsim}
+source "$(dirname "$0")/../common.sh"
+harmony_setup "${1:-}" "${2:-}"
 gib10=10737418240
 # model mode N D memory_cap expected(U_F/|P_F|/U_B/|P_B| and seconds, from the authors' results)
 runs=(
@@ -23,13 +23,11 @@ echo "| model | mode | N | D | memory_cap (B) | Harmony's Top-1 | its estimate (
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for run in "${runs[@]}"; do
   read -r model mode n d cap expected seconds <<<"$run"
-  out=$("$memsim" harmony search --profile "$profiles/$model.json" --gpus "$n" --minibatch "$d" --mode "$mode" \
-    --memory-cap "$cap" 2>/tmp/memsim-harmony-search.$$)
-  time_s=$(sed -n 's/^search time \([0-9.]*\) s$/\1/p' /tmp/memsim-harmony-search.$$)
-  rm -f /tmp/memsim-harmony-search.$$
-  found=$(sed -n '1s/.*u_fwd=\([0-9]*\) |P_F|=\([0-9]*\) .* u_bwd=\([0-9]*\) |P_B|=\([0-9]*\) .*/\1\/\2\/\3\/\4/p' <<<"$out")
-  count=$(sed -n '1s/.*best of \([0-9]*\) configurations.*/\1/p' <<<"$out")
-  estimate=$(sed -n 's/^iteration_s //p' <<<"$out")
+  harmony_search "$model" "$mode" "$n" "$d" "$cap"
+  found="$search_u_fwd/$(harmony_pack_count "$search_packs_fwd")/$search_u_bwd/$(harmony_pack_count "$search_packs_bwd")"
+  count=$search_count
+  estimate=$search_estimate
+  time_s=$search_time_s
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %s | %s |\n' "$model" "$mode" "$n" "$d" "$cap" "$expected" \
     "$seconds" "$found" "$estimate" "$count" "$time_s"
 done

@@ -2,14 +2,15 @@
 # harmony-pp / harmony-dp plans for Harmony's committed D=32, N=2 configurations (U_F = U_B only), and the ZeRO
 # baselines (zero-infinity, zero-offload) at the same D, microbatch and recompute packs (Harmony's P_B, spec §1.9),
 # at N = 2 and 4 (and gpt2_xl at D = 128), simulated on both engines.
-# Usage: run.sh PROFILE_DIR [MEMSIM] [MACHINE]   (PROFILE_DIR holds bert_96, gpt2_xl, gpt2_10b, vgg416 .json)
+# Usage: run.sh [PROFILE_DIR] [MEMSIM] [MACHINE]   (PROFILE_DIR holds bert_96, gpt2_xl, gpt2_10b, vgg416 .json;
+# defaults in ../common.sh)
 # Prints the README's markdown table; per-GPU volumes are read from the plan (static: every copy is a plan step).
 set -euo pipefail
-profiles=${1:?usage: run.sh PROFILE_DIR [MEMSIM] [MACHINE]}
-memsim=${2:-memsim}
+source "$(dirname "$0")/../common.sh"
+harmony_setup "${1:-}" "${2:-}"
+memsim=$harmony_memsim
 machine=${3:-4x1080ti-pcie-1switch}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work=$harmony_work
 
 bert_fwd_pp=0-9,10-19,20-28,29-38,39-47,48-57,58-67,68-76,77-86
 bert_fwd_dp=0-21,22-42,43-64,65-86
@@ -49,9 +50,7 @@ echo "| model | planner | N | D | U/\|P_F\|/\|P_B\| | plan estimate (s) | simula
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for run in "${runs[@]}"; do
   read -r model planner n d u packs_fwd packs_bwd <<<"$run"
-  trace="$work/$model-u$u.trace.json"
-  [ -f "$trace" ] || "$memsim" gen layer-chain --profile "$profiles/$model.json" --microbatch "$u" \
-    --machine "$machine" --out "$trace" >/dev/null
+  trace=$(harmony_layer_chain "$model" "$u" "$machine")
   plan="$work/plan.json"
   params=(--param gpus="$n" --param minibatch="$d")
   [ "$packs_bwd" = - ] || params+=(--param pack_bwd="$packs_bwd")

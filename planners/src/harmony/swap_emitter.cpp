@@ -204,6 +204,28 @@ void LayerSwapEmitter::backward(const SwapStage& stage, int instance, bool accum
     const TensorId dx = *chain_.dx[stage.first];
     release(dx, {send(dx, gradient, gpu, stage.previous, instance)}, "p2p_out", gpu, instance);
   }
+  // The microbatch's activations are dead once the stage's backward is done: drop their host copies, as LMS frees
+  // a swapped tensor with its last use (kept, the host would hold every microbatch's activations at once). The
+  // host holds one copy per (instance, tensor): without recompute a received stage input is also the previous
+  // stage's output, swapped out there too, which that stage drops after its own backward, the later one.
+  const bool input_dropped_upstream = stage.previous >= 0 && recompute_ == Recompute::none;
+  for (std::size_t l = stage.first; l <= stage.last; ++l) {
+    if (l > stage.first || !input_dropped_upstream)
+      drop_host_copy(chain_.x[l], gradient, gpu, instance);
+    if (chain_.saved[l])
+      drop_host_copy(*chain_.saved[l], gradient, gpu, instance);
+  }
+  drop_host_copy(chain_.output(stage.last), gradient, gpu, instance);
+}
+
+// Frees the host copy this GPU swapped out of `tensor` (none: nothing to do), on a host stream of that GPU's own.
+void LayerSwapEmitter::drop_host_copy(TensorId tensor, StepId after, int gpu, int instance)
+{
+  const auto copy = host_.find({tensor, instance, gpu});
+  if (copy == host_.end())
+    return;
+  build_.free(tensor, {after}, fmt::format("host-free{}", gpu), kHostDevice, instance);
+  host_.erase(copy);
 }
 
 void LayerSwapEmitter::update(std::size_t first, std::size_t last, const std::vector<int>& replicas)

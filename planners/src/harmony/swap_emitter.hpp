@@ -52,6 +52,7 @@ private:
   StepId release(TensorId tensor, Deps deps, const std::string& stream, int gpu, int instance = 0);
   StepId copy_out(TensorId tensor, Deps after, int gpu, int instance);
   void swap_out(TensorId tensor, Deps after, int gpu, int instance);
+  void drop_host_copy(TensorId tensor, StepId after, int gpu, int instance);
   Deps load_deps(TensorId tensor, int gpu, int instance) const;
   StepId swap_in(TensorId tensor, int gpu, int instance);
   StepId send(TensorId tensor, StepId producer, int gpu, int to, int instance);
