@@ -138,6 +138,7 @@ class Workload:
     """A model with its batch, loss and optimizer, ready for training iterations."""
 
     models = 1
+    model_axis = 0  # extent of the leading model axis of batch tensors, weights and their state (0: none)
 
     def __init__(self, name, model, inputs, target, loss_fn, optimizer, description):
         self.name = name
@@ -204,6 +205,7 @@ class FusedWorkload(Workload):
         inputs = torch.stack([work.inputs for work in singles])
         target = torch.stack([work.target for work in singles])
         self.models = len(singles)
+        self.model_axis = self.models  # K = 1 too: stacked [1, ...] tensors, vmap's own ops
         description = (f"fused {self.models} models with torch.func.vmap (stack_module_state + functional_call, "
                        f"per-model batch {first.batch}, data [K, batch, ...]; attention, if any, through the math SDPA "
                        f"backend): {first.description}")
@@ -384,19 +386,19 @@ SPLIT_TABLE = {
 }
 
 
-def tensor_layout(tensor, batch_extents, kind, weight_shapes=frozenset(), models=1):
+def tensor_layout(tensor, batch_extents, kind, weight_shapes=frozenset(), model_axis=0):
     """shape and batch_axis of a storage: the tensor's shape when it covers the storage, else the storage as a
     flat vector. For kinds that grow with the batch, the batch axis is the first of the two leading axes whose
     extent is the batch (or batch x sequence for token inputs: a flattened [batch * seq, d] activation), else the
     first axis whose extent is a multiple of the batch ([batch * heads, seq, d] in attention); a tensor shaped like
-    a weight (or its transpose: a weight gradient before accumulation) has none. With K > 1 fused models, a leading
-    axis of extent K is the model axis: the batch axis is looked for after it."""
+    a weight (or its transpose: a weight gradient before accumulation) has none. With K fused models
+    (model_axis = K), a leading axis of extent K is the model axis: the batch axis is looked for after it."""
     element = tensor.element_size()
     nbytes = int(storage_of(tensor).nbytes())
     shape = list(tensor.shape) or [1]  # a scalar as [1]: an empty shape would read as "no shape"
     batch_axis = None
     if kind in ("input", "activation", "gradient") and tuple(shape) not in weight_shapes:
-        first = 1 if models > 1 and len(shape) > 1 and shape[0] == models else 0
+        first = 1 if model_axis and len(shape) > 1 and shape[0] == model_axis else 0
         batch_axis = next((axis for axis, extent in enumerate(shape[:first + 2]) if axis >= first and
                            extent in batch_extents), None)
         if batch_axis is None:
@@ -447,12 +449,12 @@ def op_flops(name, in_tensors, out_tensors, args):
 class Recorder:
     """What the dispatch mode sees: tensors by storage, ops, phases, layers, release points."""
 
-    def __init__(self, device, units, models=1):
+    def __init__(self, device, units, model_axis=0):
         self.device = torch.device(device)
-        self.models = models  # K fused models: tensors of the batch lead with a model axis of extent K
-        # vmap refuses saved-tensor hooks, so K > 1 ties a backward op to the forward op that produced the latest
+        self.model_axis = model_axis  # K fused models: tensors of the batch lead with a model axis of extent K
+        # vmap refuses saved-tensor hooks, so a fused workload ties a backward op to the forward op that produced the latest
         # (in forward order) forward tensor it reads: op id -> (unit, module label) of forward ops.
-        self.attribute_backward_by_inputs = models > 1
+        self.attribute_backward_by_inputs = model_axis > 0
         self.forward_origin = {}
         self.cuda = self.device.type == "cuda"
         self.tensors = []  # dicts: id, name, bytes, kind, (free_after)
@@ -497,7 +499,7 @@ class Recorder:
             return self.key_to_tid[key]
         tid = len(self.tensors)
         self.tensors.append({"id": tid, "name": name, "bytes": int(storage.nbytes()), "kind": kind,
-                             **tensor_layout(tensor, self.batch_extents, kind, models=self.models)})
+                             **tensor_layout(tensor, self.batch_extents, kind, model_axis=self.model_axis)})
         self.key_to_tid[key] = tid
         self.resident_refs.append(StorageWeakRef(storage))
         if kind == "weight":
@@ -605,7 +607,7 @@ class Recorder:
                 self.tensors[tid]["bytes"] = grown  # resized in place: account the largest size
                 self.tensors[tid].update(
                     tensor_layout(tensor, self.batch_extents, self.tensors[tid]["kind"], self.weight_shapes,
-                                  self.models))
+                                  self.model_axis))
         return tid
 
     def current_unit(self):
@@ -702,7 +704,7 @@ class RecordingMode(TorchDispatchMode):
             nbytes = int(storage.nbytes())
             rec.tensors.append({"id": tid, "name": f"{rec.op_label(func_name)}#{op_id}.out{len(output_ids)}",
                                 "bytes": nbytes, "kind": kind,
-                                **tensor_layout(tensor, rec.batch_extents, kind, rec.weight_shapes, rec.models)})
+                                **tensor_layout(tensor, rec.batch_extents, kind, rec.weight_shapes, rec.model_axis)})
             rec.key_to_tid[key] = tid
             rec.weakrefs[tid] = StorageWeakRef(storage)
             rec.producer[tid] = op_id
@@ -762,7 +764,7 @@ def train_iteration(work, recorder=None):
         loss.backward()
         work.optimizer.step()
         return
-    # vmap (K > 1) refuses saved-tensor hooks: the recorder then attributes backward ops by the tensors they read.
+    # vmap refuses saved-tensor hooks: the recorder then attributes backward ops by the tensors they read.
     hooks = (contextlib.nullcontext() if recorder.attribute_backward_by_inputs else
              torch.autograd.graph.saved_tensors_hooks(recorder.pack, recorder.unpack))
     with hooks:
@@ -846,8 +848,8 @@ def record(work, device, warmup=1, repeat=3):
         measured["allocator_peak_above_start_bytes"] = cpu_allocator_peak(work)
 
     units = layer_units(work.model)
-    recorder = Recorder(device, units, work.models)
-    per_model_inputs = work.inputs.shape[1:] if work.models > 1 else work.inputs.shape
+    recorder = Recorder(device, units, work.model_axis)
+    per_model_inputs = work.inputs.shape[1:] if work.model_axis else work.inputs.shape
     recorder.batch_extents = {work.batch}
     if not work.inputs.is_floating_point() and len(per_model_inputs) == 2:  # token ids [batch, seq]
         recorder.batch_extents.add(int(per_model_inputs[0] * per_model_inputs[1]))
@@ -855,7 +857,7 @@ def record(work, device, warmup=1, repeat=3):
     names = {}
     for param in work.parameters():
         recorder.weight_shapes.update({tuple(param.shape), tuple(reversed(param.shape))})
-        if work.models > 1:  # a per-model weight gradient may come transposed behind the model axis
+        if work.model_axis:  # a per-model weight gradient may come transposed behind the model axis
             recorder.weight_shapes.add((param.shape[0], *reversed(param.shape[1:])))
     for name, param in work.named_parameters():
         names[id(param)] = name
@@ -942,14 +944,14 @@ def finish_trace(work, recorder, device):
     dtype = str(work.parameters()[0].dtype).replace("torch.", "")
     dtype = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)
     notes = "layers: " + "; ".join(f"{layer}={'+'.join(names)}" for layer, names in sorted(layer_names.items()))
-    if work.models > 1:
+    if work.model_axis:
         notes = (f"fused {work.models} models with torch.func.vmap: every tensor of the batch is [K={work.models}, "
                  f"batch, ...] (batch_axis is the per-model batch axis), weights, weight gradients and optimizer "
                  f"state are stacked [K, ...]; " + notes)
     trace = {
         "format": "memsim-trace",
         "version": 1,
-        "name": f"{work.name}-b{work.batch}" + (f"-k{work.models}" if work.models > 1 else ""),
+        "name": f"{work.name}-b{work.batch}" + (f"-k{work.models}" if work.model_axis else ""),
         "source": {
             "tool": f"{TOOL_NAME} v{TOOL_VERSION} (torch {torch.__version__})",
             "device": device_description(device),
@@ -962,6 +964,8 @@ def finish_trace(work, recorder, device):
         "ops": ordered_ops,
         "notes": notes,
     }
+    if work.models > 1:  # samples per iteration count every model (memsim reads it; written only when > 1)
+        trace["source"]["models"] = work.models
     return trace
 
 

@@ -5,7 +5,7 @@
         --out-dir OUT --date 2026-11-26 --budget-s 180
 
 For each model (bert at batch 16, seq 512; gpt at batch 8, seq 1024; resnet101 at batch 48: μ-TWO's Table 1
-batches) and each K of --models-list, writes OUT/<model>-b<batch>-k<K>-<tag>.trace.json.gz with plain SGD
+batches; `--batches second|both` adds 24, 16 and 64) and each K of --models-list, writes OUT/<model>-b<batch>-k<K>-<tag>.trace.json.gz with plain SGD
 (momentum 0.9, spec A17) and prints the exporter's comparison plus one `REPORT {json}` line. A K that runs out of
 memory skips the larger K of that model; any other failure is printed (FAILED) and the next recording starts.
 `--tiny` runs the same code on small shapes (CPU checks of this script).
@@ -24,19 +24,20 @@ import memsim_export  # noqa: E402
 from record_shipped_traces import (TINY, environment, is_out_of_memory, recorder_arguments,  # noqa: E402
                                    save_recording)
 
+# (model, μ-TWO Table 1's two batch sizes, exporter options)
 FUSED = [
-    ("bert", 16, []),  # seq 512
-    ("gpt", 8, []),  # seq 1024
-    ("resnet101", 48, []),
+    ("bert", (16, 24), []),  # seq 512
+    ("gpt", (8, 16), []),  # seq 1024
+    ("resnet101", (48, 64), []),
 ]
 
 
-def record_fused(model, batch, models, extra, args):
+def record_fused(model, batch, models, extra, args, through_vmap):
     argv = ["--model", model, "--batch", str(batch), "--device", args.device, "--out", "unused",
             "--warmup", str(args.warmup), "--repeat", str(args.repeat), "--optimizer", "sgd",
             "--models", str(models)] + extra
     options = memsim_export.parse_args(argv)
-    if models == 1:
+    if models == 1 and not through_vmap:
         work = memsim_export.build_workload(options, args.device)
     else:
         work = memsim_export.build_fused_workload(options, args.device)
@@ -52,6 +53,12 @@ def record_fused(model, batch, models, extra, args):
 def main():
     parser = recorder_arguments(__doc__.split("\n")[0], "start no recording after this many seconds")
     parser.add_argument("--models-list", default="1,2,3,4,5,6,7,8", help="comma-separated K (fused models)")
+    parser.add_argument("--batches", choices=["first", "second", "both"], default="first",
+                        help="which of μ-TWO's Table 1 batch sizes to record (first: bert 16, gpt 8, resnet101 48; "
+                             "second: 24, 16, 64)")
+    parser.add_argument("--vmap-k1", action="store_true",
+                        help="also record K = 1 through vmap (math attention, stacked state) as <model>-b<batch>-k1vmap-"
+                             "<tag>: the baseline that separates what vmap costs from what fusing K models costs")
     args = parser.parse_args()
     counts = sorted({int(k) for k in args.models_list.split(",") if k})
     if not counts or counts[0] < 1:
@@ -61,13 +68,23 @@ def main():
         print(line, flush=True)
     begin = time.time()
     wanted = [m for m in args.only.split(",") if m]
-    for model, batch, extra in FUSED:
+    picked = {"first": (0,), "second": (1,), "both": (0, 1)}[args.batches]
+    runs = []
+    for model, batches, extra in FUSED:
         if wanted and model not in wanted:
             continue
-        if args.tiny:
-            batch, extra = TINY[model]
-        for models in counts:
-            label = f"{model} b{batch} k{models}"
+        for index in picked:
+            batch = batches[index]
+            model_extra = extra
+            if args.tiny:
+                batch, model_extra = TINY[model]
+                batch += index
+            if args.vmap_k1:
+                runs.append((model, batch, model_extra, [1], True))
+            runs.append((model, batch, model_extra, counts, False))
+    for model, batch, extra, model_counts, through_vmap in runs:
+        for models in model_counts:
+            label = f"{model} b{batch} k{models}" + (" through vmap" if through_vmap else "")
             if time.time() - begin > args.budget_s:
                 print(f"SKIPPED {label}: time budget spent", flush=True)
                 continue
@@ -75,7 +92,7 @@ def main():
             trace = None
             out_of_memory = False
             try:
-                trace, report = record_fused(model, batch, models, extra, args)
+                trace, report = record_fused(model, batch, models, extra, args, through_vmap)
             except Exception as error:  # one recording failing must not lose the others
                 out_of_memory = is_out_of_memory(error)
                 if out_of_memory:
@@ -91,8 +108,9 @@ def main():
                     break
                 continue
             save_recording(trace, report,
-                           os.path.join(args.out_dir, f"{model}-b{batch}-k{models}-{args.tag}.trace.json.gz"), args,
-                           started, {"batch": batch, "models": models, "elapsed_s": round(time.time() - started, 1)})
+                           os.path.join(args.out_dir, f"{model}-b{batch}-k{models}{'vmap' if through_vmap else ''}-{args.tag}.trace.json.gz"),
+                           args,
+                           started, {"batch": batch, "models": models, "through_vmap": through_vmap, "elapsed_s": round(time.time() - started, 1)})
     print(f"total {time.time() - begin:.1f} s", flush=True)
 
 
