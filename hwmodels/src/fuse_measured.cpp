@@ -85,6 +85,8 @@ Trace measured_fused_trace(const Trace& trace, int models, const std::filesystem
                                  matches.size(), models, trace.name, trace.source.device, fmt::join(candidates, ", ")));
   Trace fused = std::move(matches.front().second);
   fused.name = fused_trace_name(trace.name, models);
+  // Samples per iteration count every model; recordings made before the exporter wrote source.models lack it.
+  fused.source.models = trace.source.models * models;
   return fused;
 }
 

@@ -263,8 +263,12 @@ TEST(Fuse, MeasuredPicksTheRecordingOfKModelsAtTheBatch)
   const Trace three = measured_fused_trace(trace, 3, dir.path(), "hand");
   EXPECT_EQ(three.name, "hand-b8-k3");
   EXPECT_EQ(three.ops.size(), trace.ops.size() + 3); // the src-gpu recording: the trace's device
+  EXPECT_EQ(three.source.models, 3);                 // the stand-in says 1, as recordings before 2026-11-26 do
   const Trace two = measured_fused_trace(trace, 2, dir.path(), "hand");
   EXPECT_EQ(two.ops.size(), trace.ops.size() + 2);
+  Trace pair = trace; // a trace of two fused models fused twice: four models
+  pair.source.models = 2;
+  EXPECT_EQ(measured_fused_trace(pair, 2, dir.path(), "hand").source.models, 4);
   // A trace already named for k models (or without -b<batch>) finds the same family.
   Trace renamed = trace;
   renamed.name = "hand";
