@@ -101,6 +101,8 @@ def check_fused(args, scratch):
           f"fused: input {by_name['input']}")
     check(fused["name"] == "gpt-b2-k2" and fused["source"]["batch"] == BATCH["gpt"], "fused: name or batch")
     check("fused 2 models" in fused["source"]["model"], "fused: source.model does not say so")
+    check(fused["source"].get("models") == 2 and "models" not in traces[1]["source"],
+          f"fused: source.models {fused['source'].get('models')} (K = 1: {traces[1]['source'].get('models')})")
     check(len({op["layer"] for op in fused["ops"] if op["phase"] == "backward"}) > 1, "fused: one backward layer")
     print(f"fused gpt k2: {info['ops']} ops, peak {report['trace_peak_bytes']} B (torch "
           f"{report['reference_peak_bytes']} B), weights {weight_bytes}")
