@@ -296,18 +296,55 @@ std::vector<std::int64_t> load_axis_values(const yaml_io::Node& node, const std:
   return values;
 }
 
+// How a models axis fuses: sweep.fusion (`memsim gen fuse --fusion`) and, for measured, sweep.fused_traces (the
+// recordings' directory, relative to the experiment file).
+struct AxisFusion {
+  FusionModel model = FusionModel::efficiency;
+  std::filesystem::path fused_traces;
+};
+
+AxisFusion load_axis_fusion(const yaml_io::Node& sweep, const std::filesystem::path& experiment_file)
+{
+  AxisFusion fusion;
+  if (!sweep.has("models")) {
+    for (const char* key : {"fusion", "fused_traces"})
+      if (sweep.has(key))
+        sweep.at(key).fail(fmt::format("'{}' says how a models axis fuses: it needs sweep.models", key));
+    return fusion;
+  }
+  if (sweep.has("fusion")) {
+    const yaml_io::Node node = sweep.at("fusion");
+    try {
+      fusion.model = parse_fusion_model(node.as_string());
+    } catch (const InputError& error) {
+      node.fail(error.message());
+    }
+  }
+  const bool measured = fusion.model == FusionModel::measured;
+  if (sweep.has("fused_traces") != measured)
+    (measured ? sweep.at("models") : sweep.at("fused_traces"))
+        .fail(measured ? "fusion: measured needs fused_traces: the directory of recorded fused traces"
+                       : "fused_traces is read only with fusion: measured");
+  if (measured)
+    fusion.fused_traces = resolve_relative(experiment_file, sweep.at("fused_traces").as_string());
+  return fusion;
+}
+
 // Each workload at each value of a batch or models axis, as a capacity search's probe makes it (workload_at): for
 // batch, a generator's `batch` parameter set or a recorded trace rescaled through the cost model (memsim trace
-// rescale), named "<name>-b<batch>"; for models, the workload fused k times (fuse_trace, efficiency model), named
+// rescale), named "<name>-b<batch>"; for models, the workload fused k times (fuse_models under `fusion`), named
 // "<name>-k<k>". The rescaled, fused and generated traces are written to OUT/workloads by materialize_workloads.
 std::vector<Workload> workloads_along(const std::vector<Workload>& workloads, ScaleAxis axis,
-                                      const std::vector<std::int64_t>& values, const Machine& machine)
+                                      const std::vector<std::int64_t>& values, const Machine& machine,
+                                      const AxisFusion& fusion = {})
 {
   const bool batch_axis = axis == ScaleAxis::batch;
   std::vector<Workload> expanded;
   for (const Workload& workload : workloads) {
     ScaleStudy study;
     study.machine = machine;
+    study.fusion = fusion.model;
+    study.fused_traces = fusion.fused_traces;
     set_study_workload(study, workload);
     for (std::int64_t value : values) {
       Workload at = workload;
@@ -408,7 +445,8 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
 
   if (root.has("sweep")) {
     yaml_io::Node sweep = root.at("sweep");
-    sweep.only_keys({"budget", "bandwidth", "batch", "models"});
+    sweep.only_keys({"budget", "bandwidth", "batch", "models", "fusion", "fused_traces"});
+    const AxisFusion fusion = load_axis_fusion(sweep, path);
     if (sweep.has("budget"))
       experiment.budgets = load_budgets(sweep.at("budget"));
     if (sweep.has("bandwidth"))
@@ -426,7 +464,7 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
       experiment.models =
           load_axis_values(sweep.at("models"), "models", "a number of models", std::numeric_limits<int>::max());
       experiment.workloads =
-          workloads_along(experiment.workloads, ScaleAxis::models, experiment.models, experiment.machine);
+          workloads_along(experiment.workloads, ScaleAxis::models, experiment.models, experiment.machine, fusion);
     }
   }
   if (experiment.budgets.empty())

@@ -206,7 +206,8 @@ Trace workload_at(const ScaleStudy& study, std::int64_t value)
     if (value < 1 || value > std::numeric_limits<int>::max())
       throw InputError("--axis", fmt::format("{} models: the models axis needs 1 or more", value));
     const std::string name = study.recorded ? study.recorded_name : study.generator;
-    return fuse_trace(workload_at_base(study), static_cast<int>(value), FusionModel::efficiency, std::nullopt, name);
+    return fuse_models(workload_at_base(study), static_cast<int>(value), study.fusion, study.fused_traces, std::nullopt,
+                       name);
   }
   if (study.recorded)
     return rescale_trace(*study.recorded, value, study.machine.gpus.at(0), study.recorded_name);

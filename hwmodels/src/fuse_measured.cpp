@@ -90,4 +90,14 @@ Trace measured_fused_trace(const Trace& trace, int models, const std::filesystem
   return fused;
 }
 
+Trace fuse_models(const Trace& trace, int models, FusionModel model, const std::filesystem::path& measured,
+                  const std::optional<Gpu>& recording_gpu, const std::string& source_name)
+{
+  if (models == 1)
+    return trace; // under every model
+  if (model == FusionModel::measured)
+    return measured_fused_trace(trace, models, measured, source_name);
+  return fuse_trace(trace, models, model, recording_gpu, source_name);
+}
+
 } // namespace memsim

@@ -3,6 +3,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/experiments/experiment.hpp"
+#include "memsim/hwmodels/fuse.hpp"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -367,6 +368,44 @@ TEST_F(LoaderTest, ModelsSweepFusesEachWorkload)
   EXPECT_THAT(csv_row(cells[1], result, false, false, true), ::testing::EndsWith(",chain,3,3,0.25,0.5,1.5,1"));
   EXPECT_EQ(error_of(head() + workloads + "sweep: {models: [0]}\n"),
             file() + ":8:18: sweep.models[0]: a number of models must be between 1 and 2147483647, found 0");
+}
+
+// sweep.fusion: measured takes each k-model trace from the recordings in sweep.fused_traces (relative to the
+// experiment file: "<name>-b<batch>-k<k>-<tag>.trace.json"), not from fuse_trace; k = 1 stays the trace itself.
+// The fusion keys without a models axis, measured without a directory, or a directory without measured are
+// located errors.
+TEST_F(LoaderTest, ModelsSweepCanReadTheMeasuredFusedTraces)
+{
+  const Trace single = load_trace(scratch_ / "chain4.trace.json"); // chain4, batch 1
+  Trace recorded = fuse_trace(single, 2, FusionModel::efficiency, std::nullopt, "test");
+  recorded.name = "chain4-b1-k2";
+  recorded.source.models = 1; // as recordings made before the exporter wrote it
+  for (Op& op : recorded.ops)
+    op.time_s *= 3; // a recording that fusion made slower: the test sees which trace came back
+  std::filesystem::create_directories(scratch_ / "fused");
+  save_trace(recorded, scratch_ / "fused" / "chain4-b1-k2-rec.trace.json");
+  const std::string workloads = "planners: [keep-all]\n";
+  const Experiment measured =
+      load(head() + workloads + "sweep: {models: [1, 2], fusion: measured, fused_traces: fused}\n");
+  ASSERT_EQ(measured.workloads.size(), 2u);
+  EXPECT_EQ(measured.workloads[0].trace.total_time_s(), single.total_time_s());
+  EXPECT_EQ(measured.workloads[1].name, "chain-k2");
+  EXPECT_DOUBLE_EQ(measured.workloads[1].trace.total_time_s(), recorded.total_time_s());
+  EXPECT_EQ(measured.workloads[1].trace.source.models, 2);
+  const Experiment efficiency = load(head() + workloads + "sweep: {models: [2], fusion: efficiency}\n");
+  EXPECT_LT(efficiency.workloads[0].trace.total_time_s(), recorded.total_time_s());
+
+  EXPECT_EQ(error_of(head() + workloads + "sweep: {models: [2], fusion: measured}\n"),
+            file() +
+                ":8:17: sweep.models: fusion: measured needs fused_traces: the directory of recorded fused traces");
+  EXPECT_EQ(error_of(head() + workloads + "sweep: {models: [2], fused_traces: fused}\n"),
+            file() + ":8:36: sweep.fused_traces: fused_traces is read only with fusion: measured");
+  EXPECT_EQ(error_of(head() + workloads + "sweep: {fusion: measured}\n"),
+            file() + ":8:17: sweep.fusion: 'fusion' says how a models axis fuses: it needs sweep.models");
+  EXPECT_THAT(error_of(head() + workloads + "sweep: {models: [2], fusion: vmap}\n"),
+              ::testing::HasSubstr("sweep.fusion: unknown fusion model 'vmap'"));
+  EXPECT_THAT(error_of(head() + workloads + "sweep: {models: [3], fusion: measured, fused_traces: fused}\n"),
+              ::testing::HasSubstr("no recorded fused trace of 3 models of 'chain4'"));
 }
 
 // A planner that fuses the models itself (hfta declares `models`) gets the single model with models = N; keep-all

@@ -54,11 +54,10 @@ void add_gen_fuse_command(CLI::App* gen)
         fuse_params().bind(complete_params("generator", "fuse", fuse_params().specs(), params->given()));
     const FusionModel model = parse_fusion_model(spec.fusion);
     const Trace single = load_trace(files->trace);
-    Trace fused = single; // K = 1 under every model
-    if (spec.models > 1 && model == FusionModel::measured)
-      fused = measured_fused_trace(single, spec.models, spec.measured, files->trace);
-    else if (spec.models > 1)
-      fused = fuse_trace(single, spec.models, model, recording_gpu_of(spec.machine, single), files->trace);
+    const bool timed_by_curves = spec.models > 1 && model != FusionModel::measured;
+    const Trace fused =
+        fuse_models(single, spec.models, model, spec.measured,
+                    timed_by_curves ? recording_gpu_of(spec.machine, single) : std::nullopt, files->trace);
     const std::filesystem::path out = files->out;
     if (out.has_parent_path())
       std::filesystem::create_directories(out.parent_path());

@@ -7,11 +7,13 @@
 // times keep-all's on an unlimited GPU).
 #include "memsim/common/params.hpp"
 #include "memsim/experiments/capacity_search.hpp"
+#include "memsim/hwmodels/fuse.hpp"
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/traces/trace.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +33,9 @@ struct ScaleStudy {
   std::shared_ptr<const Trace> recorded;                      // set for a recorded trace (shared: cells copy studies)
   std::string recorded_name;                                  // its file, for messages
   ScaleAxis axis = ScaleAxis::batch;
+  // The models axis: how the k copies are fused (fuse_models); `fused_traces` is the recordings' directory (measured).
+  FusionModel fusion = FusionModel::efficiency;
+  std::filesystem::path fused_traces;
   std::string axis_param; // the generator's parameter the axis sets
   double axis_step = 1;   // the axis value v sets the parameter to v x axis_step (a finer scale than whole numbers)
   std::string planner;

@@ -50,4 +50,10 @@ Trace fuse_trace(const Trace& trace, int models, FusionModel model, const std::o
 Trace measured_fused_trace(const Trace& trace, int models, const std::filesystem::path& directory,
                            const std::string& source_name);
 
+// `models` copies of `trace` under `model`: the trace itself at 1, measured_fused_trace from `measured` (the
+// directory of recordings) for FusionModel::measured, else fuse_trace. What `memsim gen fuse`, an experiment's
+// `sweep.models` and max-scale's models axis run.
+Trace fuse_models(const Trace& trace, int models, FusionModel model, const std::filesystem::path& measured,
+                  const std::optional<Gpu>& recording_gpu, const std::string& source_name);
+
 } // namespace memsim
