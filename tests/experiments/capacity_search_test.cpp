@@ -376,6 +376,19 @@ TEST(MaxScaleCommand, BadInputIsLocated)
   auto models_param = run("--workload cnn --axis models --axis-param batch" + common);
   EXPECT_EQ(models_param.exit_code, 2);
   EXPECT_THAT(models_param.output, HasSubstr("--axis-param: the models axis fuses copies"));
+  auto fusion_on_batch = run("--workload cnn --fusion batch-proxy" + common);
+  EXPECT_EQ(fusion_on_batch.exit_code, 2);
+  EXPECT_THAT(fusion_on_batch.output, HasSubstr("--fusion: only the models axis fuses"));
+  auto unknown_fusion = run("--workload cnn --axis models --fusion vmap" + common);
+  EXPECT_EQ(unknown_fusion.exit_code, 2);
+  EXPECT_THAT(unknown_fusion.output, HasSubstr("--fusion: unknown fusion model 'vmap'"));
+  auto measured_without_traces = run("--workload cnn --axis models --fusion measured" + common);
+  EXPECT_EQ(measured_without_traces.exit_code, 2);
+  EXPECT_THAT(measured_without_traces.output,
+              HasSubstr("--fused-traces: --fusion measured needs the directory of recorded fused traces"));
+  auto traces_without_measured = run("--workload cnn --axis models --fused-traces dir" + common);
+  EXPECT_EQ(traces_without_measured.exit_code, 2);
+  EXPECT_THAT(traces_without_measured.output, HasSubstr("--fused-traces: is read only with --fusion measured"));
   auto width = run("--workload cnn --axis width" + common);
   EXPECT_EQ(width.exit_code, 2);
   EXPECT_THAT(width.output, HasSubstr("no parameter for the width axis"));

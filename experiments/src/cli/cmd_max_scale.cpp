@@ -27,6 +27,8 @@ struct Options {
   std::string axis = "batch";
   std::string axis_param;
   double axis_step = 1;
+  std::string fusion;       // the models axis: efficiency (default), batch-proxy or measured
+  std::string fused_traces; // with fusion measured: the recordings' directory
   std::string planner;
   std::vector<std::string> params;
   std::string machine;
@@ -85,6 +87,17 @@ void run(const Options& options, Context& context)
     throw InputError("--axis", fmt::format("unknown axis '{}' (valid: batch, width, depth, models)", options.axis));
   experiments::set_axis(study, *axis, options.axis_param);
   experiments::set_axis_step(study, options.axis_step);
+  if (!options.fusion.empty() || !options.fused_traces.empty()) {
+    if (*axis != experiments::ScaleAxis::models)
+      throw InputError(options.fusion.empty() ? "--fused-traces" : "--fusion", "only the models axis fuses");
+    if (!options.fusion.empty())
+      study.fusion = parse_fusion_model(options.fusion);
+    if ((study.fusion == FusionModel::measured) != !options.fused_traces.empty())
+      throw InputError("--fused-traces", study.fusion == FusionModel::measured
+                                             ? "--fusion measured needs the directory of recorded fused traces"
+                                             : "is read only with --fusion measured");
+    study.fused_traces = options.fused_traces;
+  }
   const PlannerInfo& planner = planner_registry().get(options.planner);
   study.planner = planner.name;
   study.planner_params = parse_param_assignments(planner, options.params);
@@ -190,9 +203,16 @@ void add_max_scale_command(CLI::App& app, Context& context)
       ->required();
   command
       ->add_option("--axis", options->axis,
-                   "batch, width, depth, or models (k copies of the workload fused into one, as `memsim gen fuse "
-                   "--fusion efficiency` makes them; samples/s counts every model)")
+                   "batch, width, depth, or models (k copies of the workload fused into one, as `memsim gen fuse` "
+                   "makes them under --fusion; samples/s counts every model)")
       ->default_val("batch");
+  command->add_option("--fusion", options->fusion,
+                      "the models axis: how the copies are fused (efficiency, batch-proxy, or measured: recorded "
+                      "vmap-fused traces, see memsim gen fuse --help; default efficiency)");
+  command->add_option("--fused-traces", options->fused_traces,
+                      "with --fusion measured: directory of recorded fused traces "
+                      "<model>-b<batch>-k<K>-<tag>.trace.json[.gz] (e.g. traces/data/fused-h200; --limit to the K "
+                      "recorded)");
   command->add_option(
       "--axis-param", options->axis_param,
       "the generator's parameter the axis sets, integer or a scale (default: batch; depth or layers; width or "
