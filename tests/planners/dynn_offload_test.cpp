@@ -21,6 +21,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -243,6 +245,55 @@ TEST(DynnOffload, TheOnlinePlannerRunsItFromTheHost)
   ASSERT_TRUE(plan.estimate.iteration_time_s);
   EXPECT_NEAR(replay.metrics.iteration_time_s, *plan.estimate.iteration_time_s, 1e-9 * replay.metrics.iteration_time_s);
   EXPECT_LE(replay.metrics.peak_device_bytes, budget);
+}
+
+// single_block_when_fits: with the whole keep-all peak as the budget every iteration fits, so each runs as one
+// block: what starts on the host comes in exactly once and nothing leaves, where the budget/2 halves move data back
+// and forth. At half the peak no iteration fits, and the rule changes nothing (the same realized plan).
+TEST(DynnOffload, AnIterationThatFitsRunsAsOneBlock)
+{
+  const Trace trace = generate_var_lstm(small_lstm(2, 6), kRoofline);
+  const Machine machine = lstm_machine();
+  const std::uint64_t peak = TraceAnalysis(trace).default_profile().peak_bytes;
+  std::vector<bool> accessed(trace.tensors.size(), false);
+  for (const Op& op : trace.ops)
+    for (const auto* ids : {&op.inputs, &op.outputs})
+      for (TensorId t : *ids)
+        accessed[static_cast<std::size_t>(t)] = true;
+  std::uint64_t from_host = 0; // inputs, weights and optimizer state that some op uses
+  for (const Tensor& tensor : trace.tensors)
+    if (accessed[static_cast<std::size_t>(tensor.id)] &&
+        (tensor.kind == TensorKind::input || tensor.kind == TensorKind::weight ||
+         tensor.kind == TensorKind::optimizer_state))
+      from_host += tensor.bytes;
+  const nlohmann::json fit = {{"prediction", "oracle"}, {"single_block_when_fits", true}};
+  const nlohmann::json halves = {{"prediction", "oracle"}};
+  const RunResult one_block = run_checked(trace, machine, in_order(trace, peak, fit));
+  EXPECT_EQ(one_block.metrics.h2d_bytes, from_host);
+  EXPECT_EQ(one_block.metrics.d2h_bytes, 0u);
+  EXPECT_EQ(one_block.metrics.policy, PolicyCounters{});
+  const RunResult double_buffered = run_checked(trace, machine, in_order(trace, peak, halves));
+  EXPECT_GT(double_buffered.metrics.d2h_bytes, 0u);
+  EXPECT_GT(double_buffered.metrics.h2d_bytes, from_host);
+  EXPECT_LT(one_block.metrics.iteration_time_s, double_buffered.metrics.iteration_time_s);
+
+  // Below the smallest iteration's own keep-all peak no iteration fits.
+  const MemoryProfile profile = TraceAnalysis(trace).default_profile();
+  std::map<int, std::uint64_t> iteration_peaks;
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+    std::uint64_t& iteration_peak = iteration_peaks[trace.ops[i].iteration];
+    iteration_peak = std::max(iteration_peak, profile.in_use_during[i]);
+  }
+  ASSERT_EQ(iteration_peaks.size(), 3u);
+  std::uint64_t smallest = peak;
+  for (const auto& [iteration, bytes] : iteration_peaks)
+    smallest = std::min(smallest, bytes);
+  const std::uint64_t tight_budget = std::min(peak / 2, smallest - 1);
+  const RunResult tight = run_on(EngineKind::fast, trace, machine, in_order(trace, tight_budget, fit));
+  const RunResult tight_halves = run_on(EngineKind::fast, trace, machine, in_order(trace, tight_budget, halves));
+  ASSERT_TRUE(tight.realized_plan && tight_halves.realized_plan);
+  EXPECT_TRUE(tight.metrics.feasible);
+  EXPECT_TRUE(plan_to_json(*tight.realized_plan)["steps"] == plan_to_json(*tight_halves.realized_plan)["steps"]);
 }
 
 TEST(DynnOffload, BadParametersAreLocated)

@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
-SYSTEMS = ["keep-all", "uvm", "dtr", "dynn-offload"]
+SYSTEMS = ["keep-all", "uvm", "dtr", "dynn-offload", "dynn-offload-fit"]
 
 
 def breakdown_rows(run):
@@ -70,7 +70,7 @@ def plot(rows, path):
             for part, color in (("compute_s", "tab:blue"), ("recompute_s", "tab:orange"), ("stall_s", "tab:red")):
                 axis.bar(x, row[part], bottom=bottom, color=color, label=part[:-2] if x == 1 else None)
                 bottom += row[part]
-        axis.set_xticks(range(len(SYSTEMS)), ["keep-all", "UVM", "DTR", "DO"], fontsize=8)
+        axis.set_xticks(range(len(SYSTEMS)), ["keep-all", "UVM", "DTR", "DO", "DO-fit"], fontsize=7)
         axis.set_title(workload, fontsize=9)
     for row in axes:
         row[0].set_ylabel("time of 4 iterations (s)")

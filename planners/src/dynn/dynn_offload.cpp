@@ -17,6 +17,11 @@
 //           belong to none and what they need is fetched on demand (a misprediction); blocks predicted past the
 //           iteration's end are never reached. With `memo`, an iteration with on-demand fetches records its correct
 //           blocks (the DP's) under its rounded pilot output, and a later iteration with the same output uses them.
+// With single_block_when_fits, an iteration whose keep-all peak (default lifetimes, TraceAnalysis) fits the budget
+// runs as one block over the whole budget: its working set is brought in when it starts, nothing is evicted or
+// prefetched during it (no double buffering is needed when nothing has to leave), so below keep-all's largest batch
+// DyNN-Offload trains as PyTorch does after the first iteration's loads. Like the working sets, the test reads the
+// resolved iteration.
 // Not modelled: the resolver from predicted blocks to a predicted graph (working sets come from the resolved
 // iteration), the pilot's inference time; the barrier is per tensor (an op waits for the copies of what it reads,
 // not for the whole migration).
@@ -26,6 +31,7 @@
 #include "memsim/planners/dynn/pilot_model.hpp"
 #include "memsim/planners/dynn/problem.hpp"
 #include "memsim/sim/memory_policy.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 
 #include <fmt/format.h>
 
@@ -47,13 +53,15 @@ struct DynnOffloadOptions {
   double dp_work_limit = 1e9;
   std::string pilot_model;
   bool memo = true;
+  bool single_block_when_fits = false;
 };
 
 struct PredictedBlock {
-  std::size_t end = 0;         // ops of the iteration launched when the block ends (the runtime's counter)
-  std::set<TensorId> working;  // Ŵ_j
-  std::set<TensorId> produced; // first written in the block (allocated there, never prefetched)
-  std::uint64_t workspace = 0; // the largest workspace of its ops
+  std::size_t end = 0;          // ops of the iteration launched when the block ends (the runtime's counter)
+  std::set<TensorId> working;   // Ŵ_j
+  std::set<TensorId> produced;  // first written in the block (allocated there, never prefetched)
+  std::uint64_t workspace = 0;  // the largest workspace of its ops
+  bool whole_iteration = false; // the iteration fits the budget: one block, nothing leaves while it runs
 };
 
 class DynnOffload final : public MemoryPolicy {
@@ -261,8 +269,9 @@ private:
     const PredictedBlock& now = blocks_[block];
     // Room is kept for what both blocks still allocate: a prefetch queued behind others may start only while the
     // next block runs.
+    // A whole iteration that fits needs no reserve: its keep-all peak, what it allocates included, fits the budget.
     std::uint64_t reserve = now.workspace;
-    for (std::size_t b = block; b < std::min(block + 2, blocks_.size()); ++b) {
+    for (std::size_t b = block; b < std::min(block + 2, blocks_.size()) && !now.whole_iteration; ++b) {
       reserve = std::max(reserve, blocks_[b].workspace);
       for (TensorId tensor : blocks_[b].produced)
         if (!view.resident(TensorSlot{device, where.instance, tensor}))
@@ -314,6 +323,12 @@ private:
     const auto found = problem_of_iteration_.find(iteration_);
     if (found == problem_of_iteration_.end())
       return;
+    if (options_.single_block_when_fits && iteration_peak_.at(iteration_) <= view.capacity(0)) {
+      const dynn::IterationProblem& iteration = problems_[found->second];
+      blocks_ = blocks_of(iteration, dynn::Partition{iteration.problem.ops.size()}, nullptr);
+      blocks_.front().whole_iteration = true;
+      return;
+    }
     if (options_.prediction == "oracle") {
       blocks_ = partition(problems_[found->second], nullptr);
       return;
@@ -450,6 +465,13 @@ private:
     }
     for (const Tensor& tensor : trace.tensors)
       by_name_.try_emplace(tensor.name, tensor.id);
+    if (options_.single_block_when_fits) {
+      const MemoryProfile profile = default_memory_profile(trace);
+      for (std::size_t i = 0; i < trace.ops.size(); ++i) {
+        std::uint64_t& peak = iteration_peak_[trace.ops[i].iteration];
+        peak = std::max(peak, profile.in_use_during[i]);
+      }
+    }
     if (pilot_)
       architecture_ = dynn::architecture_features(trace, pilot_->shape());
   }
@@ -462,8 +484,9 @@ private:
   bool prepared_ = false;
   std::vector<dynn::IterationProblem> problems_;
   std::map<int, std::size_t> problem_of_iteration_;
-  std::vector<std::size_t> op_index_;    // trace op id -> position in the trace
-  std::vector<std::size_t> last_access_; // per tensor: position of the last op that reads or writes it
+  std::map<int, std::uint64_t> iteration_peak_; // keep-all bytes in use at the iteration's fullest op
+  std::vector<std::size_t> op_index_;           // trace op id -> position in the trace
+  std::vector<std::size_t> last_access_;        // per tensor: position of the last op that reads or writes it
   std::unordered_map<std::string, TensorId> by_name_;
   std::vector<StaleBlock> stale_names_;
   std::vector<PredictedBlock> stale_blocks_;
@@ -505,7 +528,10 @@ MEMSIM_REGISTER_POLICY(
            "the partitioning DP's migration sets, as dynn-block's: conservative or exact",
            {.choices = {"conservative", "exact"}}),
      param("dp_work_limit", &DynnOffloadOptions::dp_work_limit,
-           "above this much DP work the partitioner falls back (as dynn-block's)", {.min = 1})},
+           "above this much DP work the partitioner falls back (as dynn-block's)", {.min = 1}),
+     param("single_block_when_fits", &DynnOffloadOptions::single_block_when_fits,
+           "an iteration whose keep-all peak fits the budget runs as one block: its working set is loaded when it "
+           "starts and nothing leaves while it runs (off: always budget/2 halves, as the authors' runtime)")},
     [](const DynnOffloadOptions& options) {
       std::shared_ptr<const dynn::PilotInference> pilot;
       if (options.prediction == "pilot") {
