@@ -1,6 +1,8 @@
 // DyNN-Offload's pilot inputs and labels (spec dynn-offload.md §1.3-§1.6): the idiom table, op signatures (Fig. 3's
 // matmul worked out), the fixed-length block labels of the partition DP and their mapping back to op boundaries,
 // and the samples of a small var-LSTM workload.
+#include "dynamic_specs.hpp"
+
 #include "test_machines.hpp"
 #include "test_traces.hpp"
 
@@ -122,15 +124,8 @@ TEST(DynnLabels, IterationLabelsAreTheDpBlocks)
 
 VarLstmSpec tiny_lstm()
 {
-  VarLstmSpec spec;
-  spec.iterations = 4;
-  spec.min_len = 2;
-  spec.max_len = 5;
-  spec.batch = 2;
-  spec.hidden = 8;
-  spec.embed = 4;
-  spec.vocab = 10;
-  spec.classes = 3;
+  VarLstmSpec spec = test::tiny_var_lstm(2, 5, 4);
+  spec.vocab = 10; // the samples below were worked out with 10 words
   return spec;
 }
 
