@@ -69,7 +69,7 @@ manual_packs() {
 }
 
 # all_but_last PACKS: the list without its last pack (P_F = P_B[:-1]).
-all_but_last() { sed 's/,[^,]*$//' <<<"$1"; }
+all_but_last() { echo "${1%,*}"; }
 
 echo "ablation,setting,$(/usr/bin/python3 "$row_tool" --header)" >"$out"
 for d in $minibatches; do
