@@ -1,4 +1,4 @@
-"""One CSV row of a simulated multi-GPU plan (experiments/harmony/fig10 and table1).
+"""One CSV row of a simulated multi-GPU plan (experiments/harmony/fig10, fig12, fig14 and table1).
 
 Usage: cell_row.py TRACE PLAN SIM_JSON key=value...  (the keys name the cell: model, planner, recompute, gpus,
 minibatch, u_fwd, u_bwd, search_estimate_s, ...). Per-GPU swap volumes are read from the plan: every host<->GPU copy
@@ -23,6 +23,8 @@ def main():
     plan = json.load(open(plan_path))
     sim = json.load(open(sim_path))
     tensor_bytes = {t["id"]: t["bytes"] for t in json.load(open(trace_path))["tensors"]}
+    # Planners may add tensors of their own (zero-infinity's W/dW/K shards): they are swapped like the trace's.
+    tensor_bytes.update({t["id"]: t["bytes"] for t in plan.get("extra_tensors", [])})
     gpus = int(row["gpus"])
     h2d, d2h = [0] * gpus, [0] * gpus
     for step in plan["steps"]:

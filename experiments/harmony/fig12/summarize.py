@@ -1,0 +1,85 @@
+"""The README's tables from fig12/results.csv: throughput of Harmony DP / PP, ZeRO-Infinity and ZeRO-Offload per
+minibatch (normalized as the paper's Fig. 12a: to ZeRO-Infinity at the smallest D, here the row with Harmony PP's
+configuration), Harmony's speedups over ZeRO-Infinity, and host<->GPU swap volume per minibatch (Fig. 12b/c).
+Usage: summarize.py [RESULTS_CSV]"""
+import csv
+import os
+import sys
+
+SYSTEMS = [("harmony-dp", "harmony-dp", "Harmony DP"), ("harmony-pp", "harmony-pp", "Harmony PP"),
+           ("zero-infinity", "harmony-dp", "ZeRO-Inf (DP cfg)"), ("zero-infinity", "harmony-pp", "ZeRO-Inf (PP cfg)"),
+           ("zero-offload", "harmony-dp", "ZeRO-Off (DP cfg)"), ("zero-offload", "harmony-pp", "ZeRO-Off (PP cfg)"),
+           ("zero-offload", "per-layer", "ZeRO-Off (per-layer)")]
+BASE = "ZeRO-Inf (PP cfg)"
+
+
+def load(source):
+    cells = {}
+    for row in csv.DictReader(open(source)):
+        label = next(name for system, config, name in SYSTEMS
+                     if row["system"] == system and row["config_from"] == config)
+        # ZeRO-Offload per-layer runs once per Harmony configuration's u: keep the faster.
+        key = (int(row["minibatch"]), label)
+        old = cells.get(key)
+        if old is None or (row["feasible"] == "true" and (old["feasible"] != "true" or
+                                                          float(row["iteration_time_s"]) <
+                                                          float(old["iteration_time_s"]))):
+            cells[key] = row
+    return cells
+
+
+def seconds(row):
+    return float(row["iteration_time_s"]) if row and row["feasible"] == "true" else None
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    cells = load(sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "results.csv"))
+    ds = sorted({d for d, _ in cells})
+    names = [name for _, _, name in SYSTEMS]
+    base = seconds(cells.get((ds[0], BASE)))
+
+    print(f"### Throughput (samples/s; in brackets: u/|P_B|, × {BASE} at D = {ds[0]}; – infeasible)\n")
+    print("| D | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for d in ds:
+        out = []
+        for name in names:
+            row = cells.get((d, name))
+            if seconds(row) is None:
+                out.append(f"– ({row['reason']})" if row else "–")
+                continue
+            ratio = f", {(base / ds[0]) / (seconds(row) / d):.2f}×" if base else ""
+            out.append(f"{float(row['samples_per_s']):.3f} ({row['u_bwd']}/{row['packs_bwd']}{ratio})")
+        print(f"| {d} | " + " | ".join(out) + " |")
+
+    print("\n### Harmony's speedup over ZeRO-Infinity (iteration time ratio)\n")
+    print("| D | DP over ZeRO-Inf (DP cfg) | PP over ZeRO-Inf (PP cfg) | DP over the faster ZeRO-Inf | "
+          "PP over the faster ZeRO-Inf | PP over ZeRO-Off (fastest) |")
+    print("|---|---|---|---|---|---|")
+    for d in ds:
+        t = {name: seconds(cells.get((d, name))) for name in names}
+        zero = min(x for x in (t["ZeRO-Inf (DP cfg)"], t["ZeRO-Inf (PP cfg)"]) if x)
+        offload = [x for name, x in t.items() if name.startswith("ZeRO-Off") and x]
+        print(f"| {d} | {t['ZeRO-Inf (DP cfg)'] / t['Harmony DP']:.2f}× | "
+              f"{t['ZeRO-Inf (PP cfg)'] / t['Harmony PP']:.2f}× | {zero / t['Harmony DP']:.2f}× | "
+              f"{zero / t['Harmony PP']:.2f}× | "
+              f"{(min(offload) / t['Harmony PP']) if offload else float('nan'):.2f}× |")
+
+    print("\n### Swap volume per minibatch (GB): host<->GPU h2d + d2h, all GPUs (GPU<->GPU p2p in brackets)\n")
+    print("| D | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for d in ds:
+        out = []
+        for name in names:
+            row = cells.get((d, name))
+            if seconds(row) is None:
+                out.append("–")
+                continue
+            swap = (int(row["h2d_bytes"]) + int(row["d2h_bytes"])) / 1e9
+            out.append(f"{swap:.1f} ({int(row['p2p_bytes']) / 1e9:.0f})")
+        print(f"| {d} | " + " | ".join(out) + " |")
+
+
+if __name__ == "__main__":
+    main()
