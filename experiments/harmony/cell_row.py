@@ -23,6 +23,8 @@ def main():
     plan = json.load(open(plan_path))
     sim = json.load(open(sim_path))
     tensor_bytes = {t["id"]: t["bytes"] for t in json.load(open(trace_path))["tensors"]}
+    # Planners that add tensors of their own (zero-infinity's weight shards) list them in the plan.
+    tensor_bytes.update({t["id"]: t["bytes"] for t in plan.get("extra_tensors", [])})
     gpus = int(row["gpus"])
     h2d, d2h = [0] * gpus, [0] * gpus
     for step in plan["steps"]:
