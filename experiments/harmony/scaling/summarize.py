@@ -20,6 +20,20 @@ def main():
         r = cell.get((figure, model, planner, n))
         return float(r["samples_per_s"]) if r and r["feasible"] == "true" else None
 
+    fig17 = [r for r in rows if r["figure"] == "fig17"]
+    if fig17:
+        n = max(int(r["gpus"]) for r in fig17)
+        base = rate("fig17", "gpt2_10b", "zero-infinity", n)
+        models = sorted({r["model"] for r in fig17}, key=billions)
+        print(f"\n### Fig. 17 (N={n}): throughput normalized to ZeRO-Infinity's 10B, and over the model's 10B\n")
+        print("| system | " + " | ".join(models) + " | 40B ÷ 10B |")
+        print("|---|" + "---:|" * (len(models) + 1))
+        for planner in NAMES:
+            values = [rate("fig17", m, planner, n) for m in models]
+            cells = [f"{v / base:.2f}" if v and base else "OOM" for v in values]
+            small, large = rate("fig17", "gpt2_10b", planner, n), rate("fig17", "gpt2_40b", planner, n)
+            print(f"| {NAMES[planner]} | " + " | ".join(cells) + " | "
+                  + (f"{large / small:.3f}" if small and large else "–") + " |")
     for figure in ("fig17", "fig16"):
         cells = [r for r in rows if r["figure"] == figure]
         if not cells:
@@ -51,7 +65,8 @@ def main():
                 state = int(cell[(figure, model, planners[0], gpus[0])]["model_state_bytes"]) / 1e9
                 print(f"| {model} | {state:.0f} | {NAMES[planner]} | " + " | ".join(values)
                       + f" | {scaling} | {peak} |")
-        print(f"\n{figure}: PP over DP (the DP-PP gap) and over ZeRO-Infinity, per N\n")
+        against = " and over ZeRO-Infinity" if "zero-infinity" in planners else ""
+        print(f"\n{figure}: throughput ratios per N: Harmony PP over DP (the DP-PP gap){against}\n")
         print("| model | ratio | " + " | ".join(f"N={n}" for n in gpus) + " |")
         print("|---|---|" + "---:|" * len(gpus))
         for model in models:
@@ -64,6 +79,12 @@ def main():
                     x, y = rate(figure, model, a, n), rate(figure, model, b, n)
                     ratios.append(f"{x / y:.2f}×" if x and y else "–")
                 print(f"| {model} | {NAMES[a]} ÷ {NAMES[b]} | " + " | ".join(ratios) + " |")
+            estimates = []
+            for n in gpus:
+                pp, dp = cell.get((figure, model, "harmony-pp", n)), cell.get((figure, model, "harmony-dp", n))
+                estimates.append(f"{float(dp['estimate_s']) / float(pp['estimate_s']):.2f}×"
+                                 if pp and dp and pp["estimate_s"] and dp["estimate_s"] else "–")
+            print(f"| {model} | Harmony PP ÷ Harmony DP, Harmony's estimator | " + " | ".join(estimates) + " |")
 
 
 if __name__ == "__main__":
