@@ -151,13 +151,14 @@ bool ZeroEmitter::gathers(std::size_t l) const { return stage_ == ZeroStage::inf
 void ZeroEmitter::forward_layer(std::size_t l, const std::vector<int>& instances, std::vector<StepId>& ready,
                                 bool again, const AfterForward& after)
 {
+  const bool gathered = gathers(l);
   const std::vector<StepId> weights =
-      gathers(l) ? gather(l, std::vector<Deps>(static_cast<std::size_t>(gpus_))) : std::vector<StepId>{};
+      gathered ? gather(l, std::vector<Deps>(static_cast<std::size_t>(gpus_))) : std::vector<StepId>{};
   for (int r = 0; r < gpus_; ++r) {
     const auto gpu = static_cast<std::size_t>(r);
     const int instance = instances[gpu];
     Deps deps{ready[gpu]};
-    if (gathers(l))
+    if (gathered)
       deps.push_back(weights[gpu]);
     const StepId made = compute(chain_.forward[l], deps, r, instance, again);
     ready[gpu] = after(r, instance, made); // `after` still sees the step before in ready[gpu]
