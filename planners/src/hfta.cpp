@@ -6,6 +6,7 @@
 // each holds its weights only while it runs: one instance scope per subset (sim/README.md "instance_scopes").
 #include "default_schedule.hpp"
 #include "fused_extras.hpp"
+#include "fused_models_param.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
@@ -23,8 +24,7 @@
 namespace memsim {
 namespace {
 
-struct HftaOptions {
-  int models = 1;
+struct HftaOptions : planning::FusedModels {
   std::string subsets = "greedy";
 };
 
@@ -152,8 +152,7 @@ MEMSIM_REGISTER_PLANNER(hfta, "hfta",
                         "HFTA without memory optimisation (mu-TWO's baseline): N copies of the model fused into as "
                         "few keep-all arrays as fit the budget, trained one after another, each holding its weights "
                         "only while it runs; records `partition` (\"4+4+2\") and `largest_fused` (k*, at most N)",
-                        {param("models", &HftaOptions::models, "N, the number of models trained together",
-                               {.min = 1, .max = 4096}),
+                        {planning::models_param<HftaOptions>(),
                          param("subsets", &HftaOptions::subsets,
                                "N > k*: greedy = floor(N/k*) subsets of k* and one of the rest; balanced = "
                                "ceil(N/k*) near-equal subsets",

@@ -4,6 +4,7 @@
 // plan's extras as one scoped instance, as hfta's subsets do.
 #include "capuchin_schedule.hpp"
 #include "fused_extras.hpp"
+#include "fused_models_param.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/fuse.hpp"
@@ -14,8 +15,7 @@
 namespace memsim {
 namespace {
 
-struct HftaCapuchinOptions {
-  int models = 1;
+struct HftaCapuchinOptions : planning::FusedModels {
   std::string offload_release = "safe";
 };
 
@@ -64,8 +64,7 @@ MEMSIM_REGISTER_PLANNER(hfta_capuchin, "hfta-capuchin",
                         "mu-TWO's swap/recompute choice (largest inactive time vs. most bytes per recompute second, "
                         "the cheaper wins) and no multiplexing, until the plan fits on the fast engine; records "
                         "`partition` (\"N\"), `swapped_bytes`, `recomputed_bytes`, `swaps`, `recomputes`, `decisions`",
-                        {param("models", &HftaCapuchinOptions::models, "N, the number of models trained together",
-                               {.min = 1, .max = 4096}),
+                        {planning::models_param<HftaCapuchinOptions>(),
                          param("offload_release", &HftaCapuchinOptions::offload_release,
                                "when the scheduler's memory replay stops counting an offloaded tensor: safe = once "
                                "the op running when its D2H ends has finished; paper = at its last forward use "

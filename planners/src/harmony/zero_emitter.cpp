@@ -146,6 +146,25 @@ std::vector<StepId> ZeroEmitter::gather(std::size_t l, const std::vector<Deps>& 
   return merged;
 }
 
+bool ZeroEmitter::gathers(std::size_t l) const { return stage_ == ZeroStage::infinity && chain_.w[l].has_value(); }
+
+void ZeroEmitter::forward_layer(std::size_t l, const std::vector<int>& instances, std::vector<StepId>& ready,
+                                bool again, const AfterForward& after)
+{
+  const bool gathered = gathers(l);
+  const std::vector<StepId> weights =
+      gathered ? gather(l, std::vector<Deps>(static_cast<std::size_t>(gpus_))) : std::vector<StepId>{};
+  for (int r = 0; r < gpus_; ++r) {
+    const auto gpu = static_cast<std::size_t>(r);
+    const int instance = instances[gpu];
+    Deps deps{ready[gpu]};
+    if (gathered)
+      deps.push_back(weights[gpu]);
+    const StepId made = compute(chain_.forward[l], deps, r, instance, again);
+    ready[gpu] = after(r, instance, made); // `after` still sees the step before in ready[gpu]
+  }
+}
+
 void ZeroEmitter::forward(const std::vector<int>& instances)
 {
   std::vector<StepId> ready;
@@ -153,30 +172,22 @@ void ZeroEmitter::forward(const std::vector<int>& instances)
     const int instance = instances[static_cast<std::size_t>(r)];
     ready.push_back(build_.prefetch(chain_.x[0], lookahead(r), r, instance)); // the data
   }
-  const std::vector<Deps> no_wait(static_cast<std::size_t>(gpus_));
   for (std::size_t l = 0; l < chain_.layers(); ++l) {
-    const bool gathered = stage_ == ZeroStage::infinity && chain_.w[l];
-    const std::vector<StepId> weights = gathered ? gather(l, no_wait) : std::vector<StepId>{};
     const bool checkpoint =
         l > 0 && std::any_of(packs_.begin(), packs_.end(), [&](const LayerPack& pack) { return pack.first == l; });
-    for (int r = 0; r < gpus_; ++r) {
-      const auto gpu = static_cast<std::size_t>(r);
-      const int instance = instances[gpu];
-      Deps deps{ready[gpu]};
-      if (gathered)
-        deps.push_back(weights[gpu]);
-      const StepId made = compute(chain_.forward[l], deps, r, instance, false);
+    forward_layer(l, instances, ready, false, [&](int r, int instance, StepId made) {
+      const StepId before = ready[static_cast<std::size_t>(r)];
       if (checkpoint) { // the pack's input goes to the host for the backward's recompute
-        const StepId offload = build_.offload(chain_.x[l], {ready[gpu]}, r, instance);
+        const StepId offload = build_.offload(chain_.x[l], {before}, r, instance);
         checkpoints_[{chain_.x[l], instance}] = offload;
         freed_[{chain_.x[l], instance, r}] = build_.free(chain_.x[l], {offload, made}, "d2h", r, instance);
       } else {
         freed_[{chain_.x[l], instance, r}] = build_.free(chain_.x[l], {made}, "compute", r, instance);
       }
-      if (gathered)
+      if (gathers(l))
         freed_[{*chain_.w[l], 0, r}] = build_.free(*chain_.w[l], {made}, "compute", r);
-      ready[gpu] = made;
-    }
+      return made;
+    });
   }
   for (int r = 0; r < gpus_; ++r) // the backward recomputes the loss
     build_.free(chain_.loss, {ready[static_cast<std::size_t>(r)]}, "compute", r,
@@ -196,22 +207,11 @@ void ZeroEmitter::backward(const LayerPack& pack, const std::vector<int>& instan
     ready.push_back(build_.prefetch(chain_.x[pack.first], std::move(deps), r, instance));
   }
   // The pack's forward again (each W gathered once more and kept until its layer's backward), then its backward.
-  const std::vector<Deps> no_wait(static_cast<std::size_t>(gpus_));
-  for (std::size_t l = pack.first; l <= pack.last; ++l) {
-    const bool gathered = stage_ == ZeroStage::infinity && chain_.w[l];
-    const std::vector<StepId> weights = gathered ? gather(l, no_wait) : std::vector<StepId>{};
-    for (int r = 0; r < gpus_; ++r) {
-      const auto gpu = static_cast<std::size_t>(r);
-      const int instance = instances[gpu];
-      Deps deps{ready[gpu]};
-      if (gathered)
-        deps.push_back(weights[gpu]);
-      StepId made = compute(chain_.forward[l], deps, r, instance, true);
-      if (chain_.save[l]) // the activations autograd keeps for the backward
-        made = compute(*chain_.save[l], {made}, r, instance, false);
-      ready[gpu] = made;
-    }
-  }
+  for (std::size_t l = pack.first; l <= pack.last; ++l)
+    forward_layer(l, instances, ready, true, [&](int r, int instance, StepId made) {
+      // the activations autograd keeps for the backward
+      return chain_.save[l] ? compute(*chain_.save[l], {made}, r, instance, false) : made;
+    });
   for (std::size_t l = pack.last + 1; l-- > pack.first;) {
     Deps computed;
     for (int r = 0; r < gpus_; ++r) {
@@ -225,7 +225,7 @@ void ZeroEmitter::backward(const LayerPack& pack, const std::vector<int>& instan
         build_.free(*chain_.dx[l + 1], {made}, "compute", r, instance);
       if (l == pack.first)
         freed_[{chain_.x[l], instance, r}] = build_.free(chain_.x[l], {made}, "compute", r, instance);
-      if (stage_ == ZeroStage::infinity && chain_.w[l])
+      if (gathers(l))
         freed_[{*chain_.w[l], 0, r}] = build_.free(*chain_.w[l], {made}, "compute", r);
       ready[gpu] = made;
       computed.push_back(made);

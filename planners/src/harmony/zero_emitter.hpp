@@ -11,6 +11,7 @@
 #include "memsim/planners/plan.hpp"
 #include "memsim/traces/layer_chain.hpp"
 
+#include <functional>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -37,6 +38,14 @@ private:
   TensorId shard(const std::vector<std::vector<TensorId>>& shards, std::size_t l, int rank) const;
   // Every GPU gets the full W_l: its own shard from the host, the others by the ring; returns per GPU the merge.
   std::vector<StepId> gather(std::size_t l, const std::vector<Deps>& wait);
+  // zero-infinity brings W_l in before every forward of layer l (the recompute too); zero-offload keeps it resident.
+  bool gathers(std::size_t l) const;
+  // What follows layer l's forward `made` on a GPU (frees, offloads, a save op); returns the GPU's new ready step.
+  using AfterForward = std::function<StepId(int gpu, int instance, StepId made)>;
+  // Layer l's forward (`again`: the recompute before the backward) on every GPU, after ready[gpu] and, when W_l is
+  // gathered, its merge there; then `after` on that GPU before the next GPU's forward.
+  void forward_layer(std::size_t l, const std::vector<int>& instances, std::vector<StepId>& ready, bool again,
+                     const AfterForward& after);
   void forward(const std::vector<int>& instances);
   void backward(const LayerPack& pack, const std::vector<int>& instances);
   // Loads wait for the compute two before on their GPU (one layer of lookahead bounds what is in flight).
