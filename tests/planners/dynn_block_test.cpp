@@ -2,8 +2,8 @@
 // simulate feasible at their budget on the fast and SimGrid engines with the same times, and the estimate (the
 // runtime's exact sets, blocks.hpp schedule_blocks) is what both engines measure.
 #include "dynamic_specs.hpp"
+#include "engine_comparison.hpp"
 #include "planner_test_support.hpp"
-#include "simulate_in_child.hpp"
 #include "test_traces.hpp"
 
 #include "memsim/common/error.hpp"
@@ -41,20 +41,12 @@ Plan plan_for(const Trace& trace, const Machine& machine, std::uint64_t budget, 
 // Feasible at the plan's budget on both engines, with the same time, peak and bytes moved; returns the fast run.
 RunResult simulate_both(const Trace& trace, const Machine& machine, const Plan& plan)
 {
-  SimOptions options{false};
-  options.engine = EngineKind::fast;
-  const RunResult fast = simulate(trace, machine, plan, options);
-  options.engine = EngineKind::simgrid;
-  const RunResult simgrid = test::simulate_in_child(trace, machine, plan, options);
-  for (const RunResult* run : {&fast, &simgrid}) {
+  test::EngineRuns runs = test::run_on_both_engines(trace, machine, plan, SimOptions{false});
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
     EXPECT_TRUE(run->metrics.feasible) << (run->error ? run->error->message : "");
     EXPECT_LE(run->metrics.peak_device_bytes, plan.budget_bytes);
   }
-  EXPECT_NEAR(simgrid.metrics.iteration_time_s, fast.metrics.iteration_time_s, 1e-9 * fast.metrics.iteration_time_s);
-  EXPECT_EQ(simgrid.metrics.peak_device_bytes, fast.metrics.peak_device_bytes);
-  EXPECT_EQ(simgrid.metrics.h2d_bytes, fast.metrics.h2d_bytes);
-  EXPECT_EQ(simgrid.metrics.d2h_bytes, fast.metrics.d2h_bytes);
-  return fast;
+  return std::move(runs.fast);
 }
 
 // Under the simulated timing, every op starts after the prefetches of everything it reads have ended (the block

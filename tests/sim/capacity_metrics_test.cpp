@@ -2,7 +2,6 @@
 // recompute_fraction, swap_overlap_fraction), worked
 // out by hand on small plans, on both engines (the fast engine in process, SimGrid in a child).
 #include "engine_comparison.hpp"
-#include "simulate_in_child.hpp"
 
 #include "memsim/planners/plan.hpp"
 
@@ -35,17 +34,10 @@ Machine switched(int gpus)
 // Both engines' metrics, after checking that they agree.
 std::vector<Metrics> run_both(const std::string& trace_text, const Machine& machine, const std::string& plan_text)
 {
-  const Trace trace = trace_from_text(trace_text, "test.trace.json");
-  const Plan plan = plan_from_text(plan_text, "test.plan.json");
-  SimOptions options;
-  options.engine = EngineKind::fast;
-  const RunResult fast = simulate(trace, machine, plan, options);
-  options.engine = EngineKind::simgrid;
-  const RunResult simgrid = test::simulate_in_child(trace, machine, plan, options);
-  const std::vector<std::string> differences = test::compare_runs(simgrid, fast);
-  EXPECT_TRUE(differences.empty()) << differences.front();
-  EXPECT_FALSE(fast.error) << fast.error->message;
-  return {fast.metrics, simgrid.metrics};
+  const test::EngineRuns runs = test::run_on_both_engines(trace_from_text(trace_text, "test.trace.json"), machine,
+                                                          plan_from_text(plan_text, "test.plan.json"));
+  EXPECT_FALSE(runs.fast.error) << runs.fast.error->message;
+  return {runs.fast.metrics, runs.simgrid.metrics};
 }
 
 std::string plan_doc(const std::string& extra, const std::string& steps)

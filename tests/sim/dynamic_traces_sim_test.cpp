@@ -5,7 +5,6 @@
 // with three quarters of the activation memory it fits by rematerializing, the same on both engines.
 #include "dynamic_specs.hpp"
 #include "engine_comparison.hpp"
-#include "simulate_in_child.hpp"
 
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
@@ -103,11 +102,8 @@ TEST(DynamicTraces, KeepAllAndDtrRunOnBothEngines)
     const std::uint64_t peak = analysis.default_profile().peak_bytes;
     const Plan keep_all = make_plan("keep-all", trace, machine, PlanRequest{2 * peak});
     SimOptions options{false};
-    options.engine = EngineKind::fast;
-    const RunResult fast = simulate(trace, machine, keep_all, options);
-    options.engine = EngineKind::simgrid;
-    const RunResult simgrid = test::simulate_in_child(trace, machine, keep_all, options);
-    for (const RunResult* run : {&fast, &simgrid}) {
+    const test::EngineRuns runs = test::run_on_both_engines(trace, machine, keep_all, options);
+    for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
       ASSERT_TRUE(run->metrics.feasible) << (run->error ? run->error->message : "");
       EXPECT_NEAR(run->metrics.iteration_time_s, trace.total_time_s(), 1e-9 * trace.total_time_s());
       EXPECT_EQ(run->metrics.peak_device_bytes, peak);
@@ -123,7 +119,6 @@ TEST(DynamicTraces, KeepAllAndDtrRunOnBothEngines)
       EXPECT_NEAR(run->metrics.steady_iteration_time_s, (own_ops_time[1] + own_ops_time[2]) / 2,
                   1e-9 * trace.total_time_s());
     }
-    EXPECT_EQ(test::compare_runs(simgrid, fast), std::vector<std::string>{});
 
     // DTR with three quarters of the activation memory (weights, moments and inputs stay): it must fit by evicting and
     // rematerializing, and both engines must decide the same.
@@ -131,11 +126,7 @@ TEST(DynamicTraces, KeepAllAndDtrRunOnBothEngines)
     Plan tight = keep_all;
     tight.budget_bytes = resident + (peak - resident) * 3 / 4;
     options.policy = PolicyChoice{"dtr", {}};
-    options.engine = EngineKind::fast;
-    const RunResult dtr_fast = simulate(trace, machine, tight, options);
-    options.engine = EngineKind::simgrid;
-    const RunResult dtr_simgrid = test::simulate_in_child(trace, machine, tight, options);
-    EXPECT_EQ(test::compare_runs(dtr_simgrid, dtr_fast), std::vector<std::string>{});
+    const RunResult dtr_fast = test::run_on_both_engines(trace, machine, tight, options).fast;
     EXPECT_TRUE(dtr_fast.metrics.feasible) << (dtr_fast.error ? dtr_fast.error->message : "");
     EXPECT_LE(dtr_fast.metrics.peak_device_bytes, tight.budget_bytes);
     EXPECT_GT(dtr_fast.metrics.recompute_time_s, 0.0);

@@ -5,7 +5,6 @@
 // fits its budget on both engines; the §6.5 estimate stays within 5 % of the simulated time.
 #include "engine_comparison.hpp"
 #include "planner_test_support.hpp"
-#include "simulate_in_child.hpp"
 #include "test_traces.hpp"
 
 #include "memsim/common/error.hpp"
@@ -50,22 +49,8 @@ Plan capuchin(const Trace& trace, std::uint64_t budget, const Machine& machine =
   return plan;
 }
 
-struct Runs {
-  RunResult fast;
-  RunResult simgrid;
-};
-
-Runs run_both(const Trace& trace, const Plan& plan, const Machine& machine = test::one_gpu_machine())
-{
-  SimOptions options;
-  options.engine = EngineKind::fast;
-  Runs runs{simulate(trace, machine, plan, options), {}};
-  options.engine = EngineKind::simgrid;
-  runs.simgrid = test::simulate_in_child(trace, machine, plan, options);
-  const std::vector<std::string> differences = test::compare_runs(runs.simgrid, runs.fast);
-  EXPECT_TRUE(differences.empty()) << differences.front();
-  return runs;
-}
+using test::EngineRuns;
+using test::run_on_both_engines;
 
 // "swap a0", "recompute a1", ... in decision order.
 std::vector<std::string> decisions(const Plan& plan)
@@ -97,7 +82,7 @@ TEST(HftaCapuchin, AtOrAboveTheKeepAllPeakOneModelIsKeepAll)
   EXPECT_TRUE(decisions(plan).empty());
   const RunResult keep_all = simulate_fast(trace, test::one_gpu_machine(), test::plan_with("keep-all", trace, budget));
   ASSERT_FALSE(keep_all.error);
-  const Runs runs = run_both(trace, plan);
+  const EngineRuns runs = run_on_both_engines(trace, test::one_gpu_machine(), plan);
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
     EXPECT_EQ(result->metrics.peak_device_bytes, keep_all.metrics.peak_device_bytes);
@@ -118,7 +103,7 @@ TEST(HftaCapuchin, ASwapTheBackwardHidesIsChosen)
   EXPECT_EQ(plan.params["decisions"][0]["overhead_s"], 0.0);
   EXPECT_EQ(plan.params["swapped_bytes"], MB);
   EXPECT_EQ(plan.params["recomputed_bytes"], 0);
-  const Runs runs = run_both(trace, plan);
+  const EngineRuns runs = run_on_both_engines(trace, test::one_gpu_machine(), plan);
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
     EXPECT_LE(result->metrics.peak_device_bytes, budget);
@@ -139,7 +124,7 @@ TEST(HftaCapuchin, ASlowLinkChoosesRecomputation)
   EXPECT_EQ(plan.params["recomputed_bytes"], MB);
   EXPECT_EQ(steps_running(trace, plan, StepKind::recompute, "f0"), 1);
   EXPECT_EQ(steps_running(trace, plan, StepKind::offload, "f0"), 0);
-  const Runs runs = run_both(trace, plan, slow);
+  const EngineRuns runs = run_on_both_engines(trace, slow, plan);
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
     EXPECT_LE(result->metrics.peak_device_bytes, budget);
@@ -163,7 +148,7 @@ TEST(HftaCapuchin, RecomputingConsecutiveActivationsCountsTheEarlierOneTwice)
   EXPECT_NEAR(plan.params["decisions"][1]["overhead_s"].get<double>(), 0.002, 1e-12);
   EXPECT_EQ(steps_running(trace, plan, StepKind::recompute, "f0"), 2);
   EXPECT_EQ(steps_running(trace, plan, StepKind::recompute, "f1"), 1);
-  const Runs runs = run_both(trace, plan, no_swaps);
+  const EngineRuns runs = run_on_both_engines(trace, no_swaps, plan);
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
     EXPECT_LE(result->metrics.peak_device_bytes, budget);
@@ -194,7 +179,7 @@ TEST(HftaCapuchin, BudgetsBelowKeepAllFitOnBothEngines)
       EXPECT_LE(gap, 0.05) << models << " models at " << fraction;
       worst_gap = std::max(worst_gap, gap);
       if (fraction == 0.7) {
-        const Runs runs = run_both(trace, plan);
+        const EngineRuns runs = run_on_both_engines(trace, test::one_gpu_machine(), plan);
         ASSERT_FALSE(runs.simgrid.error) << runs.simgrid.error->message;
         EXPECT_LE(runs.simgrid.metrics.peak_device_bytes, budget);
       }
@@ -214,7 +199,7 @@ TEST(HftaCapuchin, BothOffloadReleasesFit)
     request.budget_bytes = budget;
     request.params = {{"offload_release", release}};
     const Plan plan = make_plan("hfta-capuchin", trace, test::one_gpu_machine(), request);
-    const Runs runs = run_both(trace, plan);
+    const EngineRuns runs = run_on_both_engines(trace, test::one_gpu_machine(), plan);
     for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
       ASSERT_FALSE(result->error) << release << ": " << result->error->message;
       EXPECT_LE(result->metrics.peak_device_bytes, budget) << release;

@@ -3,7 +3,6 @@
 // T_keep(1) from separately simulated keep-all runs; its peak never exceeds the budget; both engines agree.
 #include "engine_comparison.hpp"
 #include "planner_test_support.hpp"
-#include "simulate_in_child.hpp"
 #include "test_traces.hpp"
 
 #include "memsim/common/error.hpp"
@@ -30,22 +29,7 @@ std::uint64_t one_model_peak() { return TraceAnalysis(single()).default_profile(
 // Room for three fused models, not four.
 std::uint64_t three_models_budget() { return 3 * one_model_peak() + one_model_peak() / 2; }
 
-struct Runs {
-  RunResult fast;
-  RunResult simgrid;
-};
-
-Runs run_both(const Trace& trace, const Plan& plan)
-{
-  SimOptions options;
-  options.engine = EngineKind::fast;
-  Runs runs{simulate(trace, test::one_gpu_machine(), plan, options), {}};
-  options.engine = EngineKind::simgrid;
-  runs.simgrid = test::simulate_in_child(trace, test::one_gpu_machine(), plan, options);
-  const std::vector<std::string> differences = test::compare_runs(runs.simgrid, runs.fast);
-  EXPECT_TRUE(differences.empty()) << differences.front();
-  return runs;
-}
+using test::EngineRuns;
 
 // Keep-all on k fused models, as the `models` axis runs it (fast engine; SimGrid runs once per process).
 RunResult keep_all_of(int k, std::uint64_t budget)
@@ -69,7 +53,7 @@ TEST(Hfta, AtMostKStarModelsAreOneFusedKeepAllArray)
   // Keep-all on the fused trace counts both models from the trace; hfta states the same count in its plan.
   ASSERT_TRUE(reference.metrics.samples_per_s);
   EXPECT_NEAR(*reference.metrics.samples_per_s, 2 / reference.metrics.steady_iteration_time_s, 1e-9);
-  const Runs runs = run_both(single(), plan);
+  const EngineRuns runs = test::run_on_both_engines(single(), test::one_gpu_machine(), plan);
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
     EXPECT_EQ(result->metrics.peak_device_bytes, reference.metrics.peak_device_bytes);
@@ -89,7 +73,7 @@ TEST(Hfta, TwoKStarPlusOneModelsTakeTheSpecsSumOfSubsetTimes)
   const RunResult one = keep_all_of(1, budget);
   ASSERT_FALSE(three.error);
   const double t_hfta = 2 * three.metrics.iteration_time_s + one.metrics.iteration_time_s;
-  const Runs runs = run_both(single(), plan);
+  const EngineRuns runs = test::run_on_both_engines(single(), test::one_gpu_machine(), plan);
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
     EXPECT_NEAR(result->metrics.iteration_time_s, t_hfta, 1e-12);
@@ -109,7 +93,7 @@ TEST(Hfta, BalancedSubsetsAreNearEqual)
 {
   const Plan plan = hfta(7, three_models_budget(), "balanced");
   EXPECT_EQ(plan.params["partition"], "3+2+2");
-  const Runs runs = run_both(single(), plan);
+  const EngineRuns runs = test::run_on_both_engines(single(), test::one_gpu_machine(), plan);
   ASSERT_FALSE(runs.fast.error) << runs.fast.error->message;
   EXPECT_LE(runs.fast.metrics.peak_device_bytes, three_models_budget());
 }

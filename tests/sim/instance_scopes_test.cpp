@@ -2,7 +2,6 @@
 // scope's first step starts and everything it holds is released when the last one ends. Worked-out peaks and times
 // on a hand plan, on both engines (the fast engine in process, SimGrid in a child), and the located validation errors.
 #include "engine_comparison.hpp"
-#include "simulate_in_child.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/plan.hpp"
@@ -58,23 +57,14 @@ const std::string kScopes =
     R"("instance_scopes": [{"instance": 0, "first_step": 0, "last_step": 0},
                            {"instance": 1, "first_step": 1, "last_step": 2}],)";
 
-struct Runs {
-  RunResult fast;
-  RunResult simgrid;
-};
+using test::EngineRuns;
 
-Runs run_both(const std::string& text)
+// The plan `text`, validated, on both engines.
+EngineRuns run_both(const std::string& text)
 {
   const Plan plan = plan_from_text(text, "p.json");
   validate_plan(plan, trace(), 1, "p.json");
-  SimOptions options;
-  options.engine = EngineKind::fast;
-  Runs runs{simulate(trace(), one_gpu(), plan, options), {}};
-  options.engine = EngineKind::simgrid;
-  runs.simgrid = test::simulate_in_child(trace(), one_gpu(), plan, options);
-  const std::vector<std::string> differences = test::compare_runs(runs.simgrid, runs.fast);
-  EXPECT_TRUE(differences.empty()) << differences.front();
-  return runs;
+  return test::run_on_both_engines(trace(), one_gpu(), plan);
 }
 
 std::string with_budget(const std::string& extra, std::uint64_t bytes)
@@ -85,7 +75,7 @@ std::string with_budget(const std::string& extra, std::uint64_t bytes)
 TEST(InstanceScopes, WithoutScopesBothInstancesHoldTheirWeightsFromTheStart)
 {
   // t = 0: x and w of both instances (10 MB); y of instance 0 (12 MB); y of instance 1 while instance 0's stays.
-  const Runs runs = run_both(plan_text(""));
+  const EngineRuns runs = run_both(plan_text(""));
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
     EXPECT_EQ(result->metrics.peak_device_bytes, 14000000u);
@@ -96,7 +86,7 @@ TEST(InstanceScopes, WithoutScopesBothInstancesHoldTheirWeightsFromTheStart)
 TEST(InstanceScopes, EachScopeHoldsOnlyItsInstanceWhileItRuns)
 {
   // Instance 0: x + w + y = 7 MB, all released when step 0 ends; instance 1 then needs the same 7 MB.
-  const Runs runs = run_both(plan_text(kScopes));
+  const EngineRuns runs = run_both(plan_text(kScopes));
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
     EXPECT_EQ(result->metrics.peak_device_bytes, 7000000u);
@@ -108,10 +98,10 @@ TEST(InstanceScopes, EachScopeHoldsOnlyItsInstanceWhileItRuns)
 
 TEST(InstanceScopes, APlanThatRunsOutOfMemoryWithoutScopesFitsWithThem)
 {
-  const Runs unscoped = run_both(plan_text(with_budget("", 9000000)));
+  const EngineRuns unscoped = run_both(plan_text(with_budget("", 9000000)));
   ASSERT_TRUE(unscoped.fast.error);
   EXPECT_EQ(unscoped.fast.error->kind, FailureKind::out_of_memory);
-  const Runs scoped = run_both(plan_text(with_budget(kScopes, 9000000)));
+  const EngineRuns scoped = run_both(plan_text(with_budget(kScopes, 9000000)));
   EXPECT_FALSE(scoped.fast.error);
   EXPECT_EQ(scoped.fast.metrics.peak_device_bytes, 7000000u);
 }
@@ -119,7 +109,7 @@ TEST(InstanceScopes, APlanThatRunsOutOfMemoryWithoutScopesFitsWithThem)
 TEST(InstanceScopes, AScopeThatDoesNotFitFailsAtItsFirstStep)
 {
   // 4.5 MB: x (1 MB) fits, w (4 MB) does not, when instance 0's scope opens at step 0.
-  const Runs runs = run_both(plan_text(with_budget(kScopes, 4500000)));
+  const EngineRuns runs = run_both(plan_text(with_budget(kScopes, 4500000)));
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_TRUE(result->error);
     EXPECT_EQ(result->error->kind, FailureKind::out_of_memory);

@@ -2,7 +2,6 @@
 // views, a weight prefetched from the host, host compute, ring collectives, a gradient shared across instances,
 // per-iteration times, and recv's arrival check. Every case also checks that the two engines agree.
 #include "engine_comparison.hpp"
-#include "simulate_in_child.hpp"
 
 #include "memsim/planners/plan.hpp"
 
@@ -37,25 +36,15 @@ Machine switched(int gpus, double bandwidth, double latency = 0)
   return machine;
 }
 
-struct Runs {
-  RunResult fast;
-  RunResult simgrid;
-};
+using test::EngineRuns;
 
-Runs run_both(const std::string& trace_text, const Machine& machine, const std::string& plan_text,
-              AllocatorKind allocator = AllocatorKind::bytes)
+EngineRuns run_both(const std::string& trace_text, const Machine& machine, const std::string& plan_text,
+                    AllocatorKind allocator = AllocatorKind::bytes)
 {
-  const Trace trace = trace_from_text(trace_text, "test.trace.json");
-  const Plan plan = plan_from_text(plan_text, "test.plan.json");
   SimOptions options;
   options.allocator = allocator;
-  options.engine = EngineKind::fast;
-  Runs runs{simulate(trace, machine, plan, options), {}};
-  options.engine = EngineKind::simgrid;
-  runs.simgrid = test::simulate_in_child(trace, machine, plan, options);
-  const std::vector<std::string> differences = test::compare_runs(runs.simgrid, runs.fast);
-  EXPECT_TRUE(differences.empty()) << differences.front();
-  return runs;
+  return test::run_on_both_engines(trace_from_text(trace_text, "test.trace.json"), machine,
+                                   plan_from_text(plan_text, "test.plan.json"), options);
 }
 
 std::string trace_doc(const std::string& tensors, const std::string& ops)
@@ -103,7 +92,7 @@ std::string split_plan()
 
 TEST(V2Cases, SplitIntoFourMicroOpsPeaksAtNineMegabytes)
 {
-  const Runs runs = run_both(kSplitTrace, switched(1, 16e9), split_plan());
+  const EngineRuns runs = run_both(kSplitTrace, switched(1, 16e9), split_plan());
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
     EXPECT_EQ(result->metrics.peak_device_bytes, 9000000u);
@@ -119,9 +108,9 @@ TEST(V2Cases, UnderThePoolAPartiallyFreedParentBlockStaysInTheArena)
   // gone: the second micro-op's output finds no block.
   std::string budgeted = split_plan();
   budgeted.insert(budgeted.find("\"steps\""), "\"budget_bytes\": 9500000, ");
-  const Runs bytes = run_both(kSplitTrace, switched(1, 16e9), budgeted, AllocatorKind::bytes);
+  const EngineRuns bytes = run_both(kSplitTrace, switched(1, 16e9), budgeted, AllocatorKind::bytes);
   EXPECT_FALSE(bytes.fast.error);
-  const Runs pool = run_both(kSplitTrace, switched(1, 16e9), budgeted, AllocatorKind::pool);
+  const EngineRuns pool = run_both(kSplitTrace, switched(1, 16e9), budgeted, AllocatorKind::pool);
   ASSERT_TRUE(pool.fast.error);
   EXPECT_EQ(pool.fast.error->kind, FailureKind::fragmentation);
   EXPECT_EQ(pool.fast.error->step, 3); // the second micro-op
@@ -135,7 +124,7 @@ TEST(V2Cases, AWeightPlacedOnTheHostIsPrefetchedBeforeTheGpuReadsIt)
          {"id": 2, "name": "a", "bytes": 1000000, "kind": "activation"})",
       R"({"id": 0, "name": "f", "phase": "forward", "inputs": [0, 1], "outputs": [2], "time_s": 0.001})");
   const std::string placement = R"("initial_placement": [{"kind": "weight", "where": "host"}],)";
-  const Runs runs =
+  const EngineRuns runs =
       run_both(trace, switched(1, 16e9), plan_doc(placement, R"({"id": 0, "kind": "prefetch", "tensor": 1, "deps": []},
                                                     {"id": 1, "kind": "compute", "op": 0, "deps": [0]})"));
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
@@ -146,7 +135,7 @@ TEST(V2Cases, AWeightPlacedOnTheHostIsPrefetchedBeforeTheGpuReadsIt)
     EXPECT_EQ(result->metrics.peak_device_bytes, 6000000u);
     EXPECT_EQ(result->memory.front().bytes, 1000000u); // only x starts on the GPU
   }
-  const Runs missing =
+  const EngineRuns missing =
       run_both(trace, switched(1, 16e9), plan_doc(placement, R"({"id": 0, "kind": "compute", "op": 0, "deps": []})"));
   ASSERT_TRUE(missing.fast.error);
   EXPECT_EQ(missing.fast.error->kind, FailureKind::not_resident);
@@ -167,8 +156,8 @@ TEST(V2Cases, AHostStepTakesItsCpuTimeOrTheHostRoofline)
 {
   const std::string placement = R"("initial_placement": [{"kind": "weight", "where": "host"},
                                                          {"kind": "optimizer_state", "where": "host"}],)";
-  const Runs runs = run_both(kUpdateTrace, switched(1, 16e9),
-                             plan_doc(placement, R"({"id": 0, "kind": "compute", "op": 0, "device": -1,
+  const EngineRuns runs = run_both(kUpdateTrace, switched(1, 16e9),
+                                   plan_doc(placement, R"({"id": 0, "kind": "compute", "op": 0, "device": -1,
                                                      "stream": "cpu0", "deps": []},
                                                     {"id": 1, "kind": "compute", "op": 1, "device": -1,
                                                      "stream": "cpu0", "deps": []})"));
@@ -188,8 +177,8 @@ TEST(V2Cases, AHostStepReadingATensorOnlyOnTheGpuFailsAtRunTime)
   // w starts on gpu0 (a step there names it), the host step reads it before any offload: not resident on the host.
   // (The loader accepts it: the offload that would put w on the host comes earlier in list order.)
   const std::string placement = R"("initial_placement": [{"kind": "optimizer_state", "where": "host"}],)";
-  const Runs runs = run_both(kUpdateTrace, switched(1, 16e9),
-                             plan_doc(placement, R"({"id": 0, "kind": "offload", "tensor": 0, "deps": []},
+  const EngineRuns runs = run_both(kUpdateTrace, switched(1, 16e9),
+                                   plan_doc(placement, R"({"id": 0, "kind": "offload", "tensor": 0, "deps": []},
                                                     {"id": 1, "kind": "compute", "op": 0, "device": -1,
                                                      "stream": "cpu0", "deps": []})"));
   ASSERT_TRUE(runs.fast.error);
@@ -214,7 +203,7 @@ TEST(V2Cases, RingAllReduceTakesTwoNMinusOneOverNTimesSizeOverBandwidth)
   // S = 8 MB over 8 GB/s links: 2 (N-1)/N S/W = 1 ms for N = 2, 1.5 ms for N = 4 (no link is shared: every GPU's
   // uplink carries one chunk up and one down per phase, split duplex).
   for (int gpus : {2, 4}) {
-    const Runs runs = run_both(kGradTrace, switched(gpus, 8e9), allreduce_plan(gpus));
+    const EngineRuns runs = run_both(kGradTrace, switched(gpus, 8e9), allreduce_plan(gpus));
     const double expected = 2.0 * (gpus - 1) / gpus * 8e6 / 8e9;
     for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
       ASSERT_FALSE(result->error) << result->error->message;
@@ -223,7 +212,7 @@ TEST(V2Cases, RingAllReduceTakesTwoNMinusOneOverNTimesSizeOverBandwidth)
     }
   }
   // Latency: paid once per phase, per route (gpu -> switch -> gpu: two links of 1 us).
-  const Runs runs = run_both(kGradTrace, switched(2, 8e9, 1e-6), allreduce_plan(2));
+  const EngineRuns runs = run_both(kGradTrace, switched(2, 8e9, 1e-6), allreduce_plan(2));
   EXPECT_NEAR(runs.fast.metrics.iteration_time_s, 0.001 + 2 * 2e-6, kTolerance);
 }
 
@@ -238,7 +227,7 @@ TEST(V2Cases, FourMicrobatchesAccumulateIntoOneSharedGradient)
   for (int i = 0; i < 4; ++i)
     steps +=
         fmt::format(R"({}{{"id": {}, "kind": "compute", "op": 0, "instance": {}, "deps": []}})", i ? "," : "", i, i);
-  const Runs runs =
+  const EngineRuns runs =
       run_both(trace, switched(1, 16e9), plan_doc(R"("shared_across_instances": ["weight", "weight_grad"],)", steps));
   for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
     ASSERT_FALSE(result->error) << result->error->message;
@@ -252,7 +241,7 @@ TEST(V2Cases, FourMicrobatchesAccumulateIntoOneSharedGradient)
     EXPECT_NEAR(result->metrics.iteration_time_s, 0.004, kTolerance);
   }
   // Without sharing, the second microbatch's gradient is a second allocation of its own slot: 4 gradients.
-  const Runs unshared = run_both(trace, switched(1, 16e9), plan_doc("", steps));
+  const EngineRuns unshared = run_both(trace, switched(1, 16e9), plan_doc("", steps));
   EXPECT_EQ(unshared.fast.metrics.peak_device_bytes, 4 * 1000000u + 4 * 2000000u + 4 * 2000000u);
 }
 
@@ -266,7 +255,7 @@ TEST(V2Cases, ThreeIterationsHaveTheirOwnTimes)
       R"({"id": 0, "name": "f0", "phase": "forward", "inputs": [0], "outputs": [1], "time_s": 0.001},
          {"id": 1, "name": "f1", "phase": "forward", "inputs": [0], "outputs": [2], "time_s": 0.002, "iteration": 1},
          {"id": 2, "name": "f2", "phase": "forward", "inputs": [0], "outputs": [3], "time_s": 0.003, "iteration": 2})");
-  const Runs runs = run_both(trace, switched(1, 16e9), plan_doc("", R"(
+  const EngineRuns runs = run_both(trace, switched(1, 16e9), plan_doc("", R"(
       {"id": 0, "kind": "compute", "op": 0, "deps": []},
       {"id": 1, "kind": "compute", "op": 1, "iteration": 1, "deps": [0]},
       {"id": 2, "kind": "compute", "op": 2, "iteration": 2, "deps": [1]})"));
@@ -291,13 +280,13 @@ TEST(V2Cases, ARecvChecksThatItsSendHasDelivered)
                                           "time_s": 0})");
   const std::string send = R"({"id": 0, "kind": "compute", "op": 0, "device": 0, "deps": []},
                               {"id": 1, "kind": "send", "tensor": 1, "device": 0, "peer": 1, "deps": [0]},)";
-  const Runs ordered =
+  const EngineRuns ordered =
       run_both(trace, switched(2, 8e9), plan_doc("", send + R"({"id": 2, "kind": "recv", "tensor": 1, "device": 1,
                                                         "peer": 0, "deps": [1]})"));
   ASSERT_FALSE(ordered.fast.error) << ordered.fast.error->message;
   EXPECT_NEAR(ordered.fast.timeline[2].start_s, 0.001, kTolerance); // zero time, when the bytes have arrived
   EXPECT_NEAR(ordered.fast.timeline[2].end_s, 0.001, kTolerance);
-  const Runs racing =
+  const EngineRuns racing =
       run_both(trace, switched(2, 8e9), plan_doc("", send + R"({"id": 2, "kind": "recv", "tensor": 1, "device": 1,
                                                        "peer": 0, "deps": [0]})"));
   ASSERT_TRUE(racing.fast.error);

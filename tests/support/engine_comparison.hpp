@@ -1,11 +1,16 @@
 #pragma once
-// Compares two runs of one plan (SimGrid vs the fast engine): every step's start and end to 1e-9 relative (an
-// absolute floor of 1e-15 s for times near zero), the memory profile and peaks per device exactly, bytes moved
-// exactly, feasibility and the error (kind, step, tensor, device, numbers exactly, time to 1e-9 relative).
-// Returns the differences, one line each (empty: the runs agree).
+// The differential check between memsim's two engines. compare_runs compares two runs of one plan (SimGrid vs the
+// fast engine): every step's start and end to 1e-9 relative (an absolute floor of 1e-15 s for times near zero), the
+// memory profile and peaks per device exactly, bytes moved exactly, feasibility and the error (kind, step, tensor,
+// device, numbers exactly, time to 1e-9 relative), and returns the differences, one line each (empty: the runs
+// agree). run_on_both_engines runs one plan on both engines and expects exactly that agreement.
+#include "simulate_in_child.hpp"
+
+#include "memsim/sim/simulator.hpp"
 #include "memsim/sim/timeline.hpp"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -102,6 +107,34 @@ inline std::vector<std::string> compare_runs(const RunResult& reference, const R
     }
   }
   return differences;
+}
+
+struct EngineRuns {
+  RunResult fast;
+  RunResult simgrid;
+};
+
+// Adds a test failure listing every difference between the two runs (SimGrid taken as the reference); callers
+// name what was run with SCOPED_TRACE.
+inline void expect_engines_agree(const EngineRuns& runs)
+{
+  std::string text;
+  for (const std::string& line : compare_runs(runs.simgrid, runs.fast))
+    text += "\n  " + line;
+  EXPECT_TRUE(text.empty()) << "SimGrid vs fast:" << text;
+}
+
+// Runs `plan` on the fast engine in this process and on SimGrid in a forked child (SimGrid's Engine is one per
+// process), both with `options` but for its engine, and expects the two runs to agree (expect_engines_agree).
+inline EngineRuns run_on_both_engines(const Trace& trace, const Machine& machine, const Plan& plan,
+                                      SimOptions options = {})
+{
+  options.engine = EngineKind::fast;
+  EngineRuns runs{simulate(trace, machine, plan, options), {}};
+  options.engine = EngineKind::simgrid;
+  runs.simgrid = simulate_in_child(trace, machine, plan, options);
+  expect_engines_agree(runs);
+  return runs;
 }
 
 } // namespace memsim::test
