@@ -52,6 +52,26 @@ harmony_search() {
   search_memory_mib=$(sed -n 's/^memory_mib //p' <<<"$out")
 }
 
+# harmony_cell_row TRACE MACHINE MODEL PLANNER RECOMPUTE GPUS D U_FWD U_BWD SEARCH_ESTIMATE [PARAM...]: plans PLANNER
+# on TRACE (gpus, minibatch and the PARAMs), simulates the plan on $engine (default fast) and writes its cell_row.py
+# row to $harmony_work/row. When the planner fails, the row says so (its message, commas dropped) and it returns 1.
+harmony_cell_row() {
+  local trace=$1 machine=$2 model=$3 planner=$4 recompute=$5 gpus=$6 d=$7 u_fwd=$8 u_bwd=$9 search_estimate=${10}
+  shift 10
+  local plan="$harmony_work/cell.plan.json" sim="$harmony_work/cell.sim.json"
+  if ! "$harmony_memsim" plan --trace "$trace" --machine "$machine" --planner "$planner" --param gpus="$gpus" \
+    --param minibatch="$d" "$@" --out "$plan" >/dev/null 2>"$harmony_work/plan.err"; then
+    echo "$model,$planner,$recompute,$gpus,$d,$u_fwd,$u_bwd,,,false,,,,$search_estimate,,,,,,,,plan failed:" \
+      "$(head -c 200 "$harmony_work/plan.err" | tr ',\n' ';  ')" >"$harmony_work/row"
+    return 1
+  fi
+  "$harmony_memsim" simulate --trace "$trace" --machine "$machine" --plan "$plan" --engine "${engine:-fast}" \
+    --json >"$sim"
+  /usr/bin/python3 "$harmony_root/experiments/harmony/cell_row.py" "$trace" "$plan" "$sim" model="$model" \
+    planner="$planner" recompute="$recompute" gpus="$gpus" minibatch="$d" u_fwd="$u_fwd" u_bwd="$u_bwd" \
+    search_estimate_s="$search_estimate" >"$harmony_work/row"
+}
+
 # harmony_pack_count PACKS: the number of packs in a list like 0-3,4-7 (0 for an empty list).
 harmony_pack_count() {
   if [ -z "$1" ]; then echo 0; else tr ',' '\n' <<<"$1" | wc -l; fi

@@ -29,18 +29,13 @@ row_tool="$here/../cell_row.py"
 simulate_cell() {
   local model=$1 planner=$2 recompute=$3 d=$4 u_fwd=$5 u_bwd=$6 search_estimate=$7
   shift 7
-  local trace plan="$harmony_work/cell.plan.json" sim="$harmony_work/cell.sim.json" start=$SECONDS
+  local trace start=$SECONDS
   trace=$(harmony_layer_chain "$model" "$u_bwd" "$machine")
-  if ! "$harmony_memsim" plan --trace "$trace" --machine "$machine" --planner "$planner" --param gpus=$gpus \
-    --param minibatch="$d" "$@" --out "$plan" >/dev/null 2>"$harmony_work/plan.err"; then
-    echo "$model,$planner,$recompute,$gpus,$d,$u_fwd,$u_bwd,,,false,,,,$search_estimate,,,,,,,,plan failed:" \
-      "$(head -c 200 "$harmony_work/plan.err" | tr ',\n' ';  ')" >"$harmony_work/row"
+  if ! harmony_cell_row "$trace" "$machine" "$model" "$planner" "$recompute" "$gpus" "$d" "$u_fwd" "$u_bwd" \
+    "$search_estimate" "$@"; then
     echo "  $model D=$d $planner recompute=$recompute u=$u_bwd: plan failed" >&2
     return 1
   fi
-  "$harmony_memsim" simulate --trace "$trace" --machine "$machine" --plan "$plan" --engine "$engine" --json >"$sim"
-  /usr/bin/python3 "$row_tool" "$trace" "$plan" "$sim" model="$model" planner="$planner" recompute="$recompute" \
-    gpus=$gpus minibatch="$d" u_fwd="$u_fwd" u_bwd="$u_bwd" search_estimate_s="$search_estimate" >"$harmony_work/row"
   local feasible seconds
   feasible=$(cut -d, -f10 "$harmony_work/row")
   seconds=$(cut -d, -f11 "$harmony_work/row")

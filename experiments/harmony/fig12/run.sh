@@ -29,19 +29,15 @@ row_tool="$here/../cell_row.py"
 simulate_cell() {
   local system=$1 config_from=$2 planner=$3 d=$4 u_fwd=$5 u_bwd=$6 search_estimate=$7
   shift 7
-  local trace plan="$harmony_work/cell.plan.json" sim="$harmony_work/cell.sim.json" start=$SECONDS row
+  local trace start=$SECONDS row
   trace=$(harmony_layer_chain "$model" "$u_bwd" "$machine")
-  if ! "$harmony_memsim" plan --trace "$trace" --machine "$machine" --planner "$planner" --param gpus=$gpus \
-    --param minibatch="$d" "$@" --out "$plan" >/dev/null 2>"$harmony_work/plan.err"; then
-    row="$model,$planner,,$gpus,$d,$u_fwd,$u_bwd,,,false,,,,$search_estimate,,,,,,,,plan failed:"
-    row+=" $(head -c 200 "$harmony_work/plan.err" | tr ',\n' ';  ')"
-    echo "$system,$config_from,$row" >>"$out"
+  if ! harmony_cell_row "$trace" "$machine" "$model" "$planner" "" "$gpus" "$d" "$u_fwd" "$u_bwd" "$search_estimate" \
+    "$@"; then
+    echo "$system,$config_from,$(cat "$harmony_work/row")" >>"$out"
     echo "  D=$d $system ($config_from config) u=$u_bwd: plan failed" >&2
     return 1
   fi
-  "$harmony_memsim" simulate --trace "$trace" --machine "$machine" --plan "$plan" --engine "$engine" --json >"$sim"
-  row=$(/usr/bin/python3 "$row_tool" "$trace" "$plan" "$sim" model="$model" planner="$planner" gpus=$gpus \
-    minibatch="$d" u_fwd="$u_fwd" u_bwd="$u_bwd" search_estimate_s="$search_estimate")
+  row=$(cat "$harmony_work/row")
   echo "$system,$config_from,$row" >>"$out"
   local feasible seconds
   feasible=$(cut -d, -f10 <<<"$row")

@@ -37,19 +37,14 @@ row_tool="$here/../cell_row.py"
 simulate_cell() {
   local ablation=$1 setting=$2 planner=$3 d=$4 u=$5 search_estimate=$6
   shift 6
-  local trace plan="$harmony_work/cell.plan.json" sim="$harmony_work/cell.sim.json" start=$SECONDS row
+  local trace start=$SECONDS row
   trace=$(harmony_layer_chain "$model" "$u" "$machine")
-  if ! "$harmony_memsim" plan --trace "$trace" --machine "$machine" --planner "$planner" --param gpus=$gpus \
-    --param minibatch="$d" "$@" --out "$plan" >/dev/null 2>"$harmony_work/plan.err"; then
-    row="$model,$planner,,$gpus,$d,$u,$u,,,false,,,,$search_estimate,,,,,,,,plan failed:"
-    row+=" $(head -c 200 "$harmony_work/plan.err" | tr ',\n' ';  ')"
-    echo "$ablation,$setting,$row" >>"$out"
+  if ! harmony_cell_row "$trace" "$machine" "$model" "$planner" "" "$gpus" "$d" "$u" "$u" "$search_estimate" "$@"; then
+    echo "$ablation,$setting,$(cat "$harmony_work/row")" >>"$out"
     echo "  D=$d $planner $ablation $setting u=$u: plan failed" >&2
     return 0
   fi
-  "$harmony_memsim" simulate --trace "$trace" --machine "$machine" --plan "$plan" --engine "$engine" --json >"$sim"
-  row=$(/usr/bin/python3 "$row_tool" "$trace" "$plan" "$sim" model="$model" planner="$planner" gpus=$gpus \
-    minibatch="$d" u_fwd="$u" u_bwd="$u" search_estimate_s="$search_estimate")
+  row=$(cat "$harmony_work/row")
   echo "$ablation,$setting,$row" >>"$out"
   local seconds
   seconds=$(cut -d, -f11 <<<"$row")

@@ -44,20 +44,14 @@ packs() {
 simulate_cell() {
   local figure=$1 model=$2 planner=$3 n=$4 trace=$5 start=$SECONDS
   shift 5
-  local plan="$harmony_work/cell.plan.json" sim="$harmony_work/cell.sim.json" d=${minibatch[$figure]}
+  local d=${minibatch[$figure]}
   local prefix="$figure,${machine[$figure]},${host_memory[$figure]},$state_bytes,${pack_size[$figure]}"
-  if ! "$harmony_memsim" plan --trace "$trace" --machine "${machine[$figure]}" --planner "$planner" \
-    --param gpus="$n" --param minibatch="$d" "$@" --out "$plan" >/dev/null 2>"$harmony_work/plan.err"; then
-    echo "$prefix,$model,$planner,,$n,$d,1,1,,,false,,,,,,,,,,,,plan failed:" \
-      "$(head -c 200 "$harmony_work/plan.err" | tr ',\n' ';  ')" >>"$out"
+  if ! harmony_cell_row "$trace" "${machine[$figure]}" "$model" "$planner" "" "$n" "$d" 1 1 "" "$@"; then
+    echo "$prefix,$(cat "$harmony_work/row")" >>"$out"
     echo "  $figure $model N=$n $planner: plan failed ($((SECONDS - start)) s)" >&2
     return
   fi
-  "$harmony_memsim" simulate --trace "$trace" --machine "${machine[$figure]}" --plan "$plan" --engine "$engine" \
-    --json >"$sim"
-  echo -n "$prefix," >>"$out"
-  /usr/bin/python3 "$row_tool" "$trace" "$plan" "$sim" model="$model" planner="$planner" gpus="$n" \
-    minibatch="$d" u_fwd=1 u_bwd=1 | tee "$harmony_work/row" >>"$out"
+  echo "$prefix,$(cat "$harmony_work/row")" >>"$out"
   local feasible seconds reason
   feasible=$(cut -d, -f10 "$harmony_work/row")
   seconds=$(cut -d, -f11 "$harmony_work/row")
