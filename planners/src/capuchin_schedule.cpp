@@ -2,10 +2,10 @@
 
 #include "default_schedule.hpp"
 #include "recompute_on_demand.hpp"
+#include "swap_recompute_stats.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
-#include "memsim/hwmodels/cost_model.hpp"
 #include "memsim/sim/memory_cursor.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/sim/trace_analysis.hpp"
@@ -59,33 +59,44 @@ SwapTimeline list_schedule(const std::vector<double>& entry_time, const std::vec
   return timeline;
 }
 
-namespace {
-
-struct HostLink {
-  double bandwidth = 0; // 0: no route to the host
-  double latency_s = 0;
-  double time(std::uint64_t bytes) const
-  {
-    return bandwidth > 0 ? latency_s + static_cast<double>(bytes) / bandwidth : std::numeric_limits<double>::infinity();
-  }
-};
-
-HostLink host_link(const Machine& machine, const std::string& from, const std::string& to)
+std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence,
+                                         const std::vector<MovedTensor>& moved, const SwapTimeline& timeline,
+                                         OffloadRelease release, std::uint64_t& peak)
 {
-  HostLink link;
-  try {
-    link.bandwidth = std::numeric_limits<double>::infinity();
-    for (const RouteHop& hop : machine.route(from, to)) {
-      link.bandwidth = std::min(link.bandwidth, machine.links.at(hop.link).bandwidth);
-      link.latency_s += machine.links.at(hop.link).latency_s;
-    }
-  } catch (const InputError&) {
-    link = {};
+  const std::size_t entries = sequence.size();
+  std::vector<std::vector<TensorId>> release_after(entries), bring_after(entries);
+  std::vector<std::size_t> by_prefetch(moved.size());
+  std::iota(by_prefetch.begin(), by_prefetch.end(), std::size_t{0});
+  std::stable_sort(by_prefetch.begin(), by_prefetch.end(), [&](std::size_t a, std::size_t b) {
+    return moved[a].first_backward_use < moved[b].first_backward_use;
+  });
+  for (std::size_t i : by_prefetch) {
+    std::size_t at = moved[i].last_forward_use;
+    if (release == OffloadRelease::safe)
+      while (at < moved[i].trigger && timeline.end[at] < timeline.offload_end[i])
+        ++at;
+    release_after[at].push_back(moved[i].tensor);
+    bring_after[moved[i].trigger].push_back(moved[i].tensor);
   }
-  return link;
+  const std::vector<std::vector<TensorId>> ends = generation_ends(analysis, sequence);
+  MemoryCursor cursor(analysis.trace(), analysis.resident_tensors());
+  std::vector<std::uint64_t> memory;
+  memory.reserve(entries);
+  for (std::size_t position = 0; position < entries; ++position) {
+    memory.push_back(cursor.run(sequence[position].op));
+    for (TensorId id : ends[position])
+      if (cursor.on_device(id))
+        cursor.free(id);
+    for (TensorId id : release_after[position])
+      cursor.free(id);
+    for (TensorId id : bring_after[position])
+      cursor.bring(id);
+  }
+  peak = cursor.peak();
+  return memory;
 }
 
-bool forward_like(Phase phase) { return phase == Phase::forward || phase == Phase::loss; }
+namespace {
 
 // The sequence of the current decisions and the positions the scheduler reasons about.
 struct Layout {
@@ -96,53 +107,16 @@ struct Layout {
   std::vector<std::int64_t> position_of_op;                                 // its non-recompute entry
 };
 
-// A recomputation's subgraph (§6.3): from the producer back to retained tensors (sources) and initially resident
-// ones (primals); other forward tensors are temporaries whose producers join it.
-struct Lineage {
-  std::vector<OpId> ops;
-  std::vector<TensorId> sources;
-  double time_s = 0;
-  bool possible = true; // no op of it writes a swapped tensor, all are forward ops
-};
-
 class Scheduler {
 public:
   Scheduler(const Trace& trace, const Machine& machine, const CapuchinOptions& options)
-      : trace_(trace), machine_(machine), options_(options), analysis_(trace), cost_(trace, machine),
-        dropped_(trace.ops.size(), false), swapped_(trace.tensors.size(), false),
-        rejected_(trace.tensors.size(), false), read_by_backward_(trace.tensors.size(), false)
+      : trace_(trace), machine_(machine), options_(options), analysis_(trace), stats_(graph_stats(analysis_, machine)),
+        op_time_(stats_.op_time), inactive_s_(stats_.inactive_s), read_by_backward_(stats_.read_by_backward),
+        dropped_(trace.ops.size(), false), swapped_(trace.tensors.size(), false), rejected_(trace.tensors.size(), false)
   {
-    for (const Op& op : trace.ops)
-      op_time_.push_back(cost_.op_time(op, 0));
     const std::string gpu = machine.gpus.at(0).name;
     d2h_ = host_link(machine, gpu, kHostNodeName);
     h2d_ = host_link(machine, kHostNodeName, gpu);
-    for (const Tensor& tensor : trace.tensors)
-      for (OpId reader : analysis_.readers(tensor.id))
-        if (!forward_like(trace.op(reader).phase))
-          read_by_backward_[static_cast<std::size_t>(tensor.id)] = true;
-    // Inactive time in the profiled FW;BW order (Table B): from the end of the last forward access to the start of
-    // the first backward access.
-    std::vector<double> before(trace.ops.size() + 1, 0);
-    for (std::size_t i = 0; i < trace.ops.size(); ++i)
-      before[i + 1] = before[i] + op_time_[i];
-    inactive_s_.assign(trace.tensors.size(), 0);
-    for (const Tensor& tensor : trace.tensors) {
-      const auto producer = analysis_.producer(tensor.id);
-      if (!producer)
-        continue;
-      OpId last_forward = *producer;
-      std::optional<OpId> first_backward;
-      for (OpId reader : analysis_.readers(tensor.id)) {
-        if (forward_like(trace.op(reader).phase))
-          last_forward = std::max(last_forward, reader);
-        else if (!first_backward)
-          first_backward = reader;
-      }
-      if (first_backward)
-        inactive_s_[static_cast<std::size_t>(tensor.id)] =
-            before[static_cast<std::size_t>(*first_backward)] - before[static_cast<std::size_t>(last_forward) + 1];
-    }
   }
 
   CapuchinSchedule run()
@@ -244,43 +218,12 @@ private:
     return list_schedule(entry_times(layout), layout.moved, d2h, h2d);
   }
 
-  // The memory of the current decisions, entry by entry, on the core's memory cursor: offloaded tensors leave at
-  // their last forward use (paper) or once the entry running when their D2H ends has finished (safe); prefetched
-  // ones come back after their trigger entry.
   Profile replay(const Layout& layout) const
   {
     Profile profile;
     profile.timeline = timeline_of(layout);
-    const std::size_t entries = layout.sequence.size();
-    std::vector<std::vector<TensorId>> release_after(entries), bring_after(entries);
-    std::vector<std::size_t> by_prefetch(layout.moved.size());
-    std::iota(by_prefetch.begin(), by_prefetch.end(), std::size_t{0});
-    std::stable_sort(by_prefetch.begin(), by_prefetch.end(), [&](std::size_t a, std::size_t b) {
-      return layout.moved[a].first_backward_use < layout.moved[b].first_backward_use;
-    });
-    for (std::size_t i : by_prefetch) {
-      const MovedTensor& moved = layout.moved[i];
-      std::size_t release = moved.last_forward_use;
-      if (options_.offload_release == OffloadRelease::safe)
-        while (release < moved.trigger && profile.timeline.end[release] < profile.timeline.offload_end[i])
-          ++release;
-      release_after[release].push_back(moved.tensor);
-      bring_after[moved.trigger].push_back(moved.tensor);
-    }
-    const std::vector<std::vector<TensorId>> ends = generation_ends(analysis_, layout.sequence);
-    MemoryCursor cursor(trace_, analysis_.resident_tensors());
-    profile.memory.reserve(entries);
-    for (std::size_t position = 0; position < entries; ++position) {
-      profile.memory.push_back(cursor.run(layout.sequence[position].op));
-      for (TensorId id : ends[position])
-        if (cursor.on_device(id))
-          cursor.free(id);
-      for (TensorId id : release_after[position])
-        cursor.free(id);
-      for (TensorId id : bring_after[position])
-        cursor.bring(id);
-    }
-    profile.peak = cursor.peak();
+    profile.memory = replay_memory(analysis_, layout.sequence, layout.moved, profile.timeline, options_.offload_release,
+                                   profile.peak);
     return profile;
   }
 
@@ -343,43 +286,7 @@ private:
     return live.empty() ? all : live;
   }
 
-  bool retained(TensorId id) const
-  {
-    const auto producer = analysis_.producer(id);
-    return producer && !dropped_[static_cast<std::size_t>(*producer)] &&
-           read_by_backward_[static_cast<std::size_t>(id)];
-  }
-
-  Lineage lineage(TensorId target) const
-  {
-    Lineage result;
-    std::set<OpId> seen;
-    std::vector<OpId> work{*analysis_.producer(target)};
-    std::set<TensorId> sources;
-    while (!work.empty()) {
-      const OpId id = work.back();
-      work.pop_back();
-      if (!seen.insert(id).second)
-        continue;
-      const Op& op = trace_.op(id);
-      result.time_s += op_time_[static_cast<std::size_t>(id)];
-      result.possible = result.possible && forward_like(op.phase);
-      for (TensorId out : op.outputs)
-        result.possible = result.possible && !swapped_[static_cast<std::size_t>(out)];
-      for (TensorId in : op.inputs) {
-        const auto producer = analysis_.producer(in);
-        if (!producer)
-          continue; // a primal: weights and inputs stay on the device
-        if (retained(in))
-          sources.insert(in);
-        else
-          work.push_back(*producer);
-      }
-    }
-    result.ops.assign(seen.begin(), seen.end());
-    result.sources.assign(sources.begin(), sources.end());
-    return result;
-  }
+  Lineage lineage(TensorId target) const { return recompute_lineage(analysis_, stats_, dropped_, swapped_, target); }
 
   // Alg. C without a partner forward (cases 1(a)/1(b) and the backward scan): the stall of swapping `tensor` and
   // the entry before which its prefetch is issued.
@@ -485,14 +392,14 @@ private:
   const Machine& machine_;
   CapuchinOptions options_;
   TraceAnalysis analysis_;
-  CostModel cost_;
-  std::vector<double> op_time_;
-  std::vector<double> inactive_s_;
+  GraphStats stats_;
+  const std::vector<double>& op_time_;
+  const std::vector<double>& inactive_s_;
+  const std::vector<bool>& read_by_backward_;
   HostLink d2h_, h2d_;
   std::vector<bool> dropped_;  // by op: outputs freed after their forward reads, recomputed for the backward
   std::vector<bool> swapped_;  // by tensor
   std::vector<bool> rejected_; // by tensor: no host link and no recomputation possible
-  std::vector<bool> read_by_backward_;
   std::vector<Swap> swaps_;
   std::optional<SequenceEntry> last_prompt_;
   double last_swap_s_ = 0;

@@ -60,4 +60,11 @@ struct SwapTimeline {
 SwapTimeline list_schedule(const std::vector<double>& entry_time, const std::vector<MovedTensor>& moved,
                            const std::vector<double>& d2h_time, const std::vector<double>& h2d_time);
 
+// The memory in use while each entry of `sequence` runs, on the core's memory cursor: moved tensors leave at their
+// last forward use (paper) or once the entry running when their D2H ends (by `timeline`) has finished (safe), and
+// come back after their trigger entry. `peak` receives the cursor's peak.
+std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence,
+                                         const std::vector<MovedTensor>& moved, const SwapTimeline& timeline,
+                                         OffloadRelease release, std::uint64_t& peak);
+
 } // namespace memsim::planning

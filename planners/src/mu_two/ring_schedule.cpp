@@ -1,0 +1,548 @@
+#include "ring_schedule.hpp"
+
+#include "../recompute_on_demand.hpp"
+#include "../swap_recompute_stats.hpp"
+
+#include "memsim/common/error.hpp"
+#include "memsim/common/units.hpp"
+#include "memsim/sim/simulator.hpp"
+#include "memsim/sim/trace_analysis.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace memsim::planning::mu_two {
+namespace {
+
+constexpr int kProbeCopy = 0;      // decisions are reasoned about on every sub-array's first iteration (cycle 0)
+constexpr int kScheduleCycles = 2; // cycle 0 sees the steady state: the prologue plays the previous cycle's part
+
+// An entry of the unrolled sequence named relative to a swapped tensor's iteration.
+struct PromptRef {
+  int sub_array = 0;
+  OpId op = 0; // in that sub-array's graph
+  bool recompute = false;
+  int copy_delta = 0;
+};
+
+struct SwapChoice {
+  int sub_array = 0;
+  TensorId tensor = 0;
+  std::optional<PromptRef> prompt; // none: right before its first backward use
+};
+
+// The unrolled ring under a set of decisions: its sequence, positions, moved tensors and memory.
+struct View {
+  std::unique_ptr<RingTrace> ring;
+  std::unique_ptr<TraceAnalysis> analysis;
+  std::vector<SequenceEntry> sequence;
+  std::vector<int> cycle_of; // per position: the cycle it runs in (the prologue is cycle 0)
+  std::vector<bool> in_prologue;
+  std::vector<std::int64_t> last_forward_use, first_backward_use, produced_at, last_use; // per tensor, -1: none
+  std::map<std::pair<OpId, bool>, std::size_t> position_of;                              // first position of an entry
+  std::vector<MovedTensor> moved;
+  std::vector<double> times;
+  std::vector<std::uint64_t> memory;
+  std::uint64_t peak = 0;
+  SwapTimeline timeline;
+
+  // The estimator's time of cycle c: the end of its last entry minus the end of the entries before it.
+  double cycle_time(int cycle) const
+  {
+    double before = 0, end = 0;
+    for (std::size_t p = 0; p < sequence.size(); ++p) {
+      const bool earlier = cycle_of[p] < cycle || (cycle == 0 && in_prologue[p]);
+      if (earlier)
+        before = std::max(before, timeline.end[p]);
+      else if (cycle_of[p] == cycle)
+        end = std::max(end, timeline.end[p]);
+    }
+    return end - before;
+  }
+};
+
+class RingScheduler {
+public:
+  RingScheduler(const std::vector<const Trace*>& graphs, const Machine& machine, const RingOptions& options)
+      : graphs_(graphs), machine_(machine), options_(options)
+  {
+    for (const Trace* graph : graphs) {
+      analyses_.push_back(std::make_unique<TraceAnalysis>(*graph));
+      stats_.push_back(graph_stats(*analyses_.back(), machine));
+      halves_.push_back(halves(*graph));
+      dropped_.emplace_back(graph->ops.size(), false);
+      swapped_.emplace_back(graph->tensors.size(), false);
+      rejected_.emplace_back(graph->tensors.size(), false);
+      std::vector<std::int64_t> index(graph->ops.size(), -1);
+      for (std::size_t k = 0; k < halves_.back().backward.size(); ++k)
+        index[static_cast<std::size_t>(halves_.back().backward[k])] = static_cast<std::int64_t>(k);
+      backward_index_.push_back(std::move(index));
+    }
+    const std::string gpu = machine.gpus.at(0).name;
+    d2h_ = host_link(machine, gpu, kHostNodeName);
+    h2d_ = host_link(machine, kHostNodeName, gpu);
+  }
+
+  RingSchedule run()
+  {
+    RingSchedule result;
+    for (;;) {
+      const View view = make_view(placement_, kScheduleCycles, swaps_);
+      if (view.peak <= options_.budget_bytes && try_emit(result))
+        return result;
+      const std::vector<std::pair<int, TensorId>> candidates = live_candidates(view);
+      if (candidates.empty())
+        throw Infeasible(fmt::format("{}: the candidates ran out with the ring's peak at {} ({} bytes) over the "
+                                     "budget {} ({} bytes) after {} swaps and recomputations",
+                                     options_.planner, units::format_bytes(static_cast<double>(view.peak)), view.peak,
+                                     units::format_bytes(static_cast<double>(options_.budget_bytes)),
+                                     options_.budget_bytes, result.decisions.size()));
+      choose(candidates, view, result);
+    }
+  }
+
+private:
+  const Trace& graph(int j) const { return *graphs_[static_cast<std::size_t>(j)]; }
+  int sub_arrays() const { return static_cast<int>(graphs_.size()); }
+
+  View make_view(const Placement& placement, int cycles, const std::vector<SwapChoice>& swaps) const
+  {
+    View view;
+    view.ring = std::make_unique<RingTrace>(build_ring_trace(graphs_, cycles, placement));
+    const RingTrace& ring = *view.ring;
+    const Trace& trace = ring.trace;
+    view.analysis = std::make_unique<TraceAnalysis>(trace);
+    std::vector<bool> dropped(trace.ops.size(), false);
+    for (std::size_t op = 0; op < trace.ops.size(); ++op) {
+      const Origin& origin = ring.op_origin[op];
+      dropped[op] = dropped_[static_cast<std::size_t>(origin.sub_array)][origin.id];
+    }
+    view.sequence = recompute_on_demand(*view.analysis, dropped, RecomputeMode::lineage);
+    const std::size_t entries = view.sequence.size();
+    view.cycle_of.assign(entries, 0);
+    view.in_prologue.assign(entries, false);
+    int next_cycle = cycles - 1;
+    bool next_prologue = false;
+    for (std::size_t p = entries; p-- > 0;) { // a recompute belongs to the backward op after it
+      const SequenceEntry& entry = view.sequence[p];
+      if (!entry.recompute) {
+        next_cycle = trace.op(entry.op).iteration;
+        next_prologue = static_cast<std::size_t>(entry.op) < ring.prologue_ops;
+      }
+      view.cycle_of[p] = next_cycle;
+      view.in_prologue[p] = next_prologue;
+    }
+    const std::size_t tensors = trace.tensors.size();
+    view.last_forward_use.assign(tensors, -1);
+    view.first_backward_use.assign(tensors, -1);
+    view.produced_at.assign(tensors, -1);
+    view.last_use.assign(tensors, -1);
+    view.times.reserve(entries);
+    for (std::size_t p = 0; p < entries; ++p) {
+      const SequenceEntry& entry = view.sequence[p];
+      const Op& op = trace.op(entry.op);
+      const Origin& origin = ring.op_origin[static_cast<std::size_t>(entry.op)];
+      view.times.push_back(stats_[static_cast<std::size_t>(origin.sub_array)].op_time[origin.id]);
+      view.position_of.emplace(std::make_pair(entry.op, entry.recompute), p);
+      const auto at = static_cast<std::int64_t>(p);
+      for (TensorId id : op.inputs)
+        view.last_use[static_cast<std::size_t>(id)] = at;
+      if (!entry.recompute && forward_like(op.phase)) {
+        for (TensorId id : op.outputs) {
+          view.last_forward_use[static_cast<std::size_t>(id)] = at;
+          view.produced_at[static_cast<std::size_t>(id)] = at;
+        }
+        for (TensorId id : op.inputs)
+          view.last_forward_use[static_cast<std::size_t>(id)] = at;
+      } else {
+        for (TensorId id : op.inputs)
+          if (view.first_backward_use[static_cast<std::size_t>(id)] < 0)
+            view.first_backward_use[static_cast<std::size_t>(id)] = at;
+      }
+    }
+    for (const SwapChoice& swap : swaps)
+      for (int copy = 0; copy <= cycles; ++copy) {
+        const TensorId id = ring.tensor_copy[static_cast<std::size_t>(swap.sub_array)]
+                                            [static_cast<std::size_t>(swap.tensor)][static_cast<std::size_t>(copy)];
+        if (id < 0)
+          continue;
+        const std::int64_t last_forward = view.last_forward_use[static_cast<std::size_t>(id)];
+        const std::int64_t first_backward = view.first_backward_use[static_cast<std::size_t>(id)];
+        if (last_forward < 0 || first_backward <= last_forward)
+          continue;
+        std::int64_t prompt = first_backward;
+        if (swap.prompt)
+          if (const std::optional<std::size_t> at = position(view, *swap.prompt, copy))
+            prompt = static_cast<std::int64_t>(*at);
+        const std::int64_t trigger = std::clamp<std::int64_t>(prompt - 1, last_forward, first_backward - 1);
+        view.moved.push_back({id, static_cast<std::size_t>(last_forward), static_cast<std::size_t>(first_backward),
+                              static_cast<std::size_t>(trigger)});
+      }
+    std::vector<double> d2h, h2d;
+    for (const MovedTensor& moved : view.moved) {
+      d2h.push_back(d2h_.time(trace.tensor(moved.tensor).bytes));
+      h2d.push_back(h2d_.time(trace.tensor(moved.tensor).bytes));
+    }
+    view.timeline = list_schedule(view.times, view.moved, d2h, h2d);
+    view.memory =
+        replay_memory(*view.analysis, view.sequence, view.moved, view.timeline, options_.offload_release, view.peak);
+    return view;
+  }
+
+  std::optional<std::size_t> position(const View& view, const PromptRef& prompt, int copy) const
+  {
+    const int target = copy + prompt.copy_delta;
+    if (target < 0 || target > view.ring->cycles)
+      return std::nullopt;
+    const OpId op = view.ring->op_copy[static_cast<std::size_t>(prompt.sub_array)][static_cast<std::size_t>(prompt.op)]
+                                      [static_cast<std::size_t>(target)];
+    if (op < 0)
+      return std::nullopt;
+    const auto found = view.position_of.find({op, prompt.recompute});
+    return found == view.position_of.end() ? std::nullopt : std::optional<std::size_t>(found->second);
+  }
+
+  PromptRef prompt_at(const View& view, std::size_t position, int copy) const
+  {
+    const SequenceEntry& entry = view.sequence[position];
+    const Origin& origin = view.ring->op_origin[static_cast<std::size_t>(entry.op)];
+    return {origin.sub_array, static_cast<OpId>(origin.id), entry.recompute, origin.copy - copy};
+  }
+
+  TensorId probe_copy(const View& view, int j, TensorId tensor) const
+  {
+    return view.ring->tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor)][kProbeCopy];
+  }
+
+  bool undecided(int j, const Tensor& tensor) const
+  {
+    const auto sub = static_cast<std::size_t>(j);
+    const auto producer = analyses_[sub]->producer(tensor.id);
+    const auto index = static_cast<std::size_t>(tensor.id);
+    return tensor.kind == TensorKind::activation && producer && forward_like(graph(j).op(*producer).phase) &&
+           stats_[sub].read_by_backward[index] && !dropped_[sub][static_cast<std::size_t>(*producer)] &&
+           !swapped_[sub][index] && !rejected_[sub][index];
+  }
+
+  // A2 on the unrolled ring: undecided candidates one of whose first two iterations is live at a position over the
+  // budget; all undecided ones when none is.
+  std::vector<std::pair<int, TensorId>> live_candidates(const View& view) const
+  {
+    std::vector<std::size_t> over_before(view.memory.size() + 1, 0);
+    for (std::size_t i = 0; i < view.memory.size(); ++i)
+      over_before[i + 1] = over_before[i] + (view.memory[i] > options_.budget_bytes ? 1 : 0);
+    std::vector<std::pair<int, TensorId>> live, all;
+    for (int j = 0; j < sub_arrays(); ++j)
+      for (const Tensor& tensor : graph(j).tensors) {
+        if (!undecided(j, tensor))
+          continue;
+        all.emplace_back(j, tensor.id);
+        for (int copy = 0; copy < kScheduleCycles; ++copy) {
+          const TensorId id = view.ring->tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor.id)]
+                                                    [static_cast<std::size_t>(copy)];
+          if (id < 0 || view.produced_at[static_cast<std::size_t>(id)] < 0)
+            continue;
+          const auto first = static_cast<std::size_t>(view.produced_at[static_cast<std::size_t>(id)]);
+          const auto last = static_cast<std::size_t>(view.last_use[static_cast<std::size_t>(id)]);
+          if (over_before[last + 1] > over_before[first]) {
+            live.emplace_back(j, tensor.id);
+            break;
+          }
+        }
+      }
+    return live.empty() ? all : live;
+  }
+
+  // `placement` with at least `count` forward ops of the next sub-array before BW_j's op k and every later one.
+  Placement raised(int j, std::size_t k, std::size_t count) const
+  {
+    Placement result = placement_;
+    result.resize(static_cast<std::size_t>(sub_arrays()));
+    std::vector<std::size_t>& before = result[static_cast<std::size_t>(j)];
+    before.resize(halves_[static_cast<std::size_t>(j)].backward.size(), 0);
+    for (std::size_t i = k; i < before.size(); ++i)
+      before[i] = std::max(before[i], count);
+    return result;
+  }
+
+  std::size_t placed_before(int j, std::size_t k) const
+  {
+    if (static_cast<std::size_t>(j) >= placement_.size() || k >= placement_[static_cast<std::size_t>(j)].size())
+      return 0;
+    return placement_[static_cast<std::size_t>(j)][k];
+  }
+
+  struct SwapOption {
+    double stall_s = 0;
+    std::optional<PromptRef> prompt;
+    Placement placement;
+    std::size_t multiplexed = 0;
+    bool reached_peak = false;
+    const char* swap_case = "";
+  };
+
+  std::vector<SwapChoice> with_swap(int j, TensorId tensor, std::optional<PromptRef> prompt) const
+  {
+    std::vector<SwapChoice> swaps = swaps_;
+    swaps.push_back({j, tensor, prompt});
+    return swaps;
+  }
+
+  // No position in [from, to) is over the budget and the peak did not rise above `limit`.
+  bool memory_safe(const View& view, std::size_t from, std::size_t to, std::uint64_t limit) const
+  {
+    if (view.peak > limit)
+      return false;
+    for (std::size_t p = from; p < to && p < view.memory.size(); ++p)
+      if (view.memory[p] > options_.budget_bytes)
+        return false;
+    return true;
+  }
+
+  // Alg. C (see the header): multiplex forward ops, then scan back over backward entries; the stall is the
+  // estimator's increase of the probe cycle.
+  SwapOption swap_option(int j, TensorId tensor, const View& view) const
+  {
+    SwapOption option;
+    option.placement = placement_;
+    const double before_s = view.cycle_time(kProbeCopy);
+    const TensorId id = probe_copy(view, j, tensor);
+    const std::uint64_t bytes = graph(j).tensor(tensor).bytes;
+    const auto b = static_cast<std::size_t>(view.first_backward_use[static_cast<std::size_t>(id)]);
+    double hide_s = h2d_.time(bytes);
+    for (std::size_t p = b; p > 0 && view.sequence[p - 1].recompute; --p)
+      hide_s -= view.times[p - 1];
+    const std::optional<std::size_t> last_prompt =
+        last_prompt_ ? position(view, *last_prompt_, kProbeCopy) : std::nullopt;
+    auto stall_with = [&](const Placement& placement, std::optional<PromptRef> prompt) {
+      const View after = make_view(placement, kScheduleCycles, with_swap(j, tensor, prompt));
+      return std::max(0.0, after.cycle_time(kProbeCopy) - before_s);
+    };
+    if (reached_peak_) { // case 1: no room before b any more
+      option.reached_peak = true;
+      option.swap_case = !last_prompt || b < *last_prompt ? "1a" : "1b";
+      option.stall_s = stall_with(placement_, std::nullopt);
+      return option;
+    }
+    // The backward op of sub-array j at or after b (b may be a recompute entry that reads the tensor).
+    std::size_t k = 0;
+    for (std::size_t p = b; p < view.sequence.size(); ++p) {
+      const Origin& origin = view.ring->op_origin[static_cast<std::size_t>(view.sequence[p].op)];
+      const std::int64_t index = backward_index_[static_cast<std::size_t>(j)][origin.id];
+      if (!view.sequence[p].recompute && origin.sub_array == j && index >= 0) {
+        k = static_cast<std::size_t>(index);
+        break;
+      }
+    }
+    const int next = (j + 1) % sub_arrays();
+    const std::vector<OpId>& forward = halves_[static_cast<std::size_t>(next)].forward;
+    const std::size_t already = placed_before(j, k);
+    std::size_t wanted = already;
+    for (double covered = 0; options_.multiplex && sub_arrays() > 1 && covered < hide_s && wanted < forward.size();
+         ++wanted)
+      covered += stats_[static_cast<std::size_t>(next)].op_time[static_cast<std::size_t>(forward[wanted])];
+    const PromptRef first_moved{next, wanted > already ? forward[already] : 0, false, j + 1 < sub_arrays() ? 0 : 1};
+    std::optional<View> chosen;
+    auto try_count = [&](std::size_t count) -> std::optional<View> {
+      View candidate = make_view(raised(j, k, count), kScheduleCycles, with_swap(j, tensor, first_moved));
+      const std::optional<std::size_t> from = position(candidate, first_moved, kProbeCopy);
+      const TensorId moved_id = probe_copy(candidate, j, tensor);
+      const auto to = static_cast<std::size_t>(candidate.first_backward_use[static_cast<std::size_t>(moved_id)]);
+      if (from && memory_safe(candidate, *from, to, std::max(view.peak, options_.budget_bytes)))
+        return candidate;
+      return std::nullopt;
+    };
+    std::size_t count = already;
+    if (wanted > already) {
+      if ((chosen = try_count(wanted))) {
+        count = wanted;
+      } else {                                    // the most forward ops that stay memory safe
+        std::size_t low = already, high = wanted; // low is safe (nothing moved), high is not
+        while (high - low > 1) {
+          const std::size_t middle = low + (high - low) / 2;
+          if (std::optional<View> safe = try_count(middle)) {
+            low = middle;
+            chosen = std::move(safe);
+          } else {
+            high = middle;
+          }
+        }
+        count = low;
+        if (count == already)
+          chosen.reset();
+      }
+    }
+    option.multiplexed = count - already;
+    if (option.multiplexed > 0)
+      option.placement = raised(j, k, count);
+    const View& layout = chosen ? *chosen : view;
+    // The backward scan: issue the prefetch earlier while every position keeps room for the tensor.
+    const TensorId moved_id = probe_copy(layout, j, tensor);
+    const auto deadline = static_cast<std::size_t>(layout.first_backward_use[static_cast<std::size_t>(moved_id)]);
+    const auto floor = static_cast<std::size_t>(layout.last_forward_use[static_cast<std::size_t>(moved_id)]) + 1;
+    std::size_t start = deadline;
+    if (option.multiplexed > 0)
+      start = position(layout, first_moved, kProbeCopy).value_or(deadline);
+    double remaining = hide_s;
+    for (std::size_t p = start; p < deadline; ++p)
+      remaining -= layout.times[p];
+    std::size_t prompt = start;
+    bool scanned = false;
+    while (remaining > 0 && prompt > floor) {
+      const std::size_t q = prompt - 1;
+      if (layout.memory[q] + bytes > options_.budget_bytes) {
+        option.reached_peak = true;
+        break;
+      }
+      remaining -= layout.times[q];
+      prompt = q;
+      scanned = true;
+    }
+    option.prompt = prompt_at(layout, prompt, kProbeCopy);
+    option.stall_s = stall_with(option.placement, option.prompt);
+    if (option.stall_s > 0)
+      option.swap_case = "3";
+    else
+      option.swap_case = option.multiplexed > 0 && !scanned ? "2a" : "2b";
+    return option;
+  }
+
+  void choose(const std::vector<std::pair<int, TensorId>>& candidates, const View& view, RingSchedule& result)
+  {
+    auto inactive = [&](const std::pair<int, TensorId>& c) {
+      return stats_[static_cast<std::size_t>(c.first)].inactive_s[static_cast<std::size_t>(c.second)];
+    };
+    std::pair<int, TensorId> s = candidates.front();
+    for (const auto& c : candidates)
+      if (inactive(c) > inactive(s))
+        s = c;
+    const SwapOption swap = h2d_.bandwidth > 0 ? swap_option(s.first, s.second, view) : SwapOption{};
+    const double swap_s = h2d_.bandwidth > 0 ? swap.stall_s : std::numeric_limits<double>::infinity();
+    // r: the most bytes saved per second of total recomputation (Alg. E/F), per sub-array's own recomputations.
+    std::vector<std::map<TensorId, int>> source_count(graphs_.size());
+    for (const RingDecision& decision : result.decisions)
+      if (decision.decision == Decision::recompute)
+        for (TensorId source : lineage(decision.sub_array, decision.tensor).sources)
+          ++source_count[static_cast<std::size_t>(decision.sub_array)][source];
+    std::optional<std::pair<int, TensorId>> r;
+    double r_total = std::numeric_limits<double>::infinity(), best_ratio = -1;
+    Lineage r_lineage;
+    for (const auto& c : candidates) {
+      Lineage candidate = lineage(c.first, c.second);
+      if (!candidate.possible)
+        continue;
+      const auto& counts = source_count[static_cast<std::size_t>(c.first)];
+      const auto count = counts.find(c.second);
+      const double total = candidate.time_s * (1 + (count == counts.end() ? 0 : count->second));
+      const double ratio = total > 0 ? static_cast<double>(graph(c.first).tensor(c.second).bytes) / total
+                                     : std::numeric_limits<double>::infinity();
+      if (ratio > best_ratio) {
+        best_ratio = ratio;
+        r = c;
+        r_total = total;
+        r_lineage = std::move(candidate);
+      }
+    }
+    const auto s_index = static_cast<std::size_t>(s.first);
+    if (!r && !(swap_s < std::numeric_limits<double>::infinity())) {
+      rejected_[s_index][static_cast<std::size_t>(s.second)] = true;
+      return;
+    }
+    if (!r || swap_s < r_total) {
+      swapped_[s_index][static_cast<std::size_t>(s.second)] = true;
+      result.swapped_bytes += graph(s.first).tensor(s.second).bytes;
+      swaps_.push_back({s.first, s.second, swap.prompt});
+      placement_ = swap.placement;
+      result.multiplexed_ops += swap.multiplexed;
+      if (swap.prompt)
+        last_prompt_ = swap.prompt;
+      reached_peak_ = reached_peak_ || swap.reached_peak;
+      result.decisions.push_back({s.first, s.second, Decision::swap, swap_s, swap.swap_case, swap.multiplexed});
+      return;
+    }
+    const auto r_index = static_cast<std::size_t>(r->first);
+    for (OpId op : r_lineage.ops) {
+      if (dropped_[r_index][static_cast<std::size_t>(op)])
+        continue;
+      dropped_[r_index][static_cast<std::size_t>(op)] = true;
+      for (TensorId out : graph(r->first).op(op).outputs)
+        if (stats_[r_index].read_by_backward[static_cast<std::size_t>(out)])
+          result.recomputed_bytes += graph(r->first).tensor(out).bytes;
+    }
+    result.decisions.push_back({r->first, r->second, Decision::recompute, r_total, "", 0});
+  }
+
+  Lineage lineage(int j, TensorId tensor) const
+  {
+    const auto sub = static_cast<std::size_t>(j);
+    return recompute_lineage(*analyses_[sub], stats_[sub], dropped_[sub], swapped_[sub], tensor);
+  }
+
+  // The exact check: the emitted ring (options.cycles cycles) runs within the budget on the fast engine.
+  bool try_emit(RingSchedule& result) const
+  {
+    View view = make_view(placement_, options_.cycles, swaps_);
+    Plan plan;
+    plan.budget_bytes = options_.budget_bytes;
+    SwapEmission emission;
+    emission.planner = options_.planner;
+    emission.budget_bytes = options_.budget_bytes;
+    try {
+      emit_with_swaps(*view.analysis, view.sequence, view.moved, emission, plan);
+    } catch (const Infeasible&) {
+      return false;
+    }
+    // Each step runs in the cycle of the compute entry it follows (steps come out in sequence order).
+    std::size_t position = 0;
+    int cycle = 0;
+    for (Step& step : plan.steps) {
+      if (step.kind == StepKind::compute || step.kind == StepKind::recompute)
+        cycle = view.cycle_of[std::min(position++, view.cycle_of.size() - 1)];
+      step.iteration = cycle;
+    }
+    SimOptions simulation;
+    simulation.record_timeline = false;
+    const RunResult run = simulate_fast(view.ring->trace, machine_, plan, simulation);
+    if (run.error || !run.metrics.feasible || run.metrics.peak_device_bytes > options_.budget_bytes)
+      return false;
+    double steady = 0;
+    for (int c = 1; c < options_.cycles; ++c)
+      steady += view.cycle_time(c);
+    // One cycle: the simulator's only iteration also holds the prologue.
+    result.estimate_s = options_.cycles > 1 ? steady / (options_.cycles - 1) : view.timeline.end.back();
+    result.peak_bytes = run.metrics.peak_device_bytes;
+    plan.estimate.peak_bytes = run.metrics.peak_device_bytes;
+    plan.estimate.iteration_time_s = result.estimate_s;
+    result.plan = std::move(plan);
+    result.ring = std::move(*view.ring);
+    return true;
+  }
+
+  const std::vector<const Trace*>& graphs_;
+  const Machine& machine_;
+  RingOptions options_;
+  std::vector<std::unique_ptr<TraceAnalysis>> analyses_;
+  std::vector<GraphStats> stats_;
+  std::vector<Halves> halves_;
+  std::vector<std::vector<std::int64_t>> backward_index_; // per sub-array, per op: its index in the backward half
+  HostLink d2h_, h2d_;
+  std::vector<std::vector<bool>> dropped_, swapped_, rejected_;
+  std::vector<SwapChoice> swaps_;
+  Placement placement_;
+  std::optional<PromptRef> last_prompt_;
+  bool reached_peak_ = false;
+};
+
+} // namespace
+
+RingSchedule schedule_ring(const std::vector<const Trace*>& graphs, const Machine& machine, const RingOptions& options)
+{
+  return RingScheduler(graphs, machine, options).run();
+}
+
+} // namespace memsim::planning::mu_two

@@ -1,0 +1,144 @@
+// The mu-two planner (μ-TWO, shared/specs/mu-two.md) on hand-made chains (1 GB/s link: 1 MB moves in 1 ms; forward
+// ops 1 ms, backward ops 2 ms): the paper's partitions of 8 models; the unrolled ring's structure (shared weights,
+// one activation copy per iteration, multiplexed order); with room for everything the ring is keep-all and a cycle
+// is every op once; restricted to {N} it is hfta-capuchin's plan; under a budget below the ring's keep-all peak it
+// swaps or recomputes until the plan fits, on both engines; N <= k*: never slower than hfta; deterministic.
+#include "engine_comparison.hpp"
+#include "planner_test_support.hpp"
+#include "test_traces.hpp"
+
+#include "../../planners/src/mu_two/partitions.hpp"
+#include "../../planners/src/mu_two/ring_trace.hpp"
+
+#include "memsim/hwmodels/fuse.hpp"
+#include "memsim/sim/simulator.hpp"
+#include "memsim/sim/trace_analysis.hpp"
+
+#include <gtest/gtest.h>
+
+namespace memsim {
+namespace {
+
+constexpr std::uint64_t MB = 1000000;
+
+using planning::mu_two::all_partitions;
+using planning::mu_two::build_ring_trace;
+using planning::mu_two::candidate_partitions;
+using planning::mu_two::paper_partitions;
+
+Plan plan_with(const std::string& planner, const Trace& trace, std::uint64_t budget, nlohmann::json params)
+{
+  PlanRequest request;
+  request.budget_bytes = budget;
+  request.params = std::move(params);
+  Plan plan = make_plan(planner, trace, test::one_gpu_machine(), request);
+  validate_plan(plan, trace, 1, planner);
+  return plan;
+}
+
+RunResult fast_run(const Trace& trace, const Plan& plan)
+{
+  SimOptions options;
+  options.engine = EngineKind::fast;
+  return simulate(trace, test::one_gpu_machine(), plan, options);
+}
+
+TEST(MuTwoPartitions, ThePapersExampleForEightModels)
+{
+  const std::vector<std::vector<int>> expected{{4, 4}, {3, 3, 1, 1}, {2, 2, 2, 2}, {1, 1, 1, 1, 1, 1, 1, 1}};
+  EXPECT_EQ(paper_partitions(8), expected);
+  // Odd N: 5 = 2+2+1 (q = 2, r = 1 kept), 1x5; full fusion comes first when included.
+  EXPECT_EQ(candidate_partitions(5, "paper", true), (std::vector<std::vector<int>>{{5}, {2, 2, 1}, {1, 1, 1, 1, 1}}));
+  EXPECT_EQ(all_partitions(4), (std::vector<std::vector<int>>{{3, 1}, {2, 2}, {2, 1, 1}, {1, 1, 1, 1}}));
+  EXPECT_EQ(candidate_partitions(3, "none", true), (std::vector<std::vector<int>>{{3}}));
+}
+
+TEST(MuTwoRing, UnrollsIterationsSharingWeights)
+{
+  const Trace chain = test::make_chain(3, MB); // 3 forward + loss (FW, 4 ops), 3 backward
+  const planning::mu_two::RingTrace ring = build_ring_trace({&chain, &chain}, 2);
+  // Prologue FW_0(0); per cycle: BW_0, FW_1, BW_1, FW_0(next): 4 + 2 x (3 + 4 + 3 + 4).
+  EXPECT_EQ(ring.trace.ops.size(), 4u + 2u * 14u);
+  EXPECT_EQ(ring.prologue_ops, 4u);
+  // Weights and the input once per sub-array; a0 once per iteration (sub-array 0: 3 forwards, sub-array 1: 2).
+  int weights = 0, a0 = 0;
+  for (const Tensor& tensor : ring.trace.tensors) {
+    weights += tensor.kind == TensorKind::weight ? 1 : 0;
+    a0 += tensor.name.ends_with(".a0") ? 1 : 0;
+  }
+  EXPECT_EQ(weights, 6);
+  EXPECT_EQ(a0, 5);
+  validate_trace(ring.trace, "ring");
+  // Multiplexed: two ops of FW_1 before BW_0's second op.
+  const planning::mu_two::RingTrace mixed = build_ring_trace({&chain, &chain}, 1, {{0, 2, 2}, {}});
+  std::vector<std::string> names;
+  for (std::size_t i = 4; i < 11; ++i)
+    names.push_back(mixed.trace.ops[i].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"s0.it0.b2", "s1.it0.f0", "s1.it0.f1", "s0.it0.b1", "s0.it0.b0",
+                                             "s1.it0.f2", "s1.it0.loss"}));
+}
+
+TEST(MuTwo, WithRoomForEverythingTheRingIsKeepAll)
+{
+  const Trace chain = test::make_chain(3, MB);
+  const Plan plan = plan_with("mu-two", chain, 1ull << 34, {{"models", 2}, {"include_full_fusion", false}});
+  EXPECT_EQ(plan.params["partition"], "1+1");
+  EXPECT_EQ(plan.params["swaps"], 0);
+  EXPECT_EQ(plan.params["recomputes"], 0);
+  const RunResult run = fast_run(chain, plan);
+  ASSERT_TRUE(run.metrics.feasible);
+  // A cycle runs every op of both models once: 2 x (3 x 1 ms + 1 ms loss + 3 x 2 ms) plus one launch per op.
+  const double launch = test::one_gpu_machine().gpus[0].kernel_launch_s;
+  EXPECT_NEAR(run.metrics.steady_iteration_time_s, 2 * (0.010 + 7 * launch), 1e-9);
+  ASSERT_TRUE(plan.estimate.iteration_time_s);
+  EXPECT_NEAR(*plan.estimate.iteration_time_s, run.metrics.steady_iteration_time_s, 1e-9);
+  EXPECT_EQ(run.metrics.iteration_times_s.size(), 3u);
+}
+
+TEST(MuTwo, TheSingleSubArrayIsHftaCapuchin)
+{
+  const Trace chain = test::make_chain(4, MB);
+  const std::uint64_t keep_all =
+      TraceAnalysis(fuse_trace(chain, 2, FusionModel::efficiency, std::nullopt, "")).default_profile().peak_bytes;
+  for (const std::uint64_t budget : {keep_all, keep_all - 2 * MB}) {
+    const Plan mu_two = plan_with("mu-two", chain, budget, {{"models", 2}, {"partitions", "none"}});
+    const Plan hfta_capuchin = plan_with("hfta-capuchin", chain, budget, {{"models", 2}});
+    EXPECT_EQ(plan_to_json(mu_two)["steps"], plan_to_json(hfta_capuchin)["steps"]) << budget;
+    EXPECT_EQ(mu_two.params["partition"], "2");
+  }
+}
+
+TEST(MuTwo, UnderABudgetItFitsOnBothEngines)
+{
+  const Trace chain = test::make_chain(4, MB);
+  const Plan roomy = plan_with("mu-two", chain, 1ull << 34, {{"models", 2}, {"include_full_fusion", false}});
+  const RunResult keep = fast_run(chain, roomy);
+  ASSERT_TRUE(keep.metrics.feasible);
+  const std::uint64_t budget = keep.metrics.peak_device_bytes - MB;
+  const Plan plan = plan_with("mu-two", chain, budget, {{"models", 2}, {"include_full_fusion", false}});
+  EXPECT_GT(plan.params["swaps"].get<int>() + plan.params["recomputes"].get<int>(), 0);
+  const test::EngineRuns runs = test::run_on_both_engines(chain, test::one_gpu_machine(), plan);
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    ASSERT_TRUE(run->metrics.feasible) << (run->error ? run->error->message : "");
+    EXPECT_LE(run->metrics.peak_device_bytes, budget);
+  }
+  test::expect_engines_agree(runs);
+  // Deterministic: the same request gives the same plan.
+  EXPECT_EQ(plan_to_json(plan),
+            plan_to_json(plan_with("mu-two", chain, budget, {{"models", 2}, {"include_full_fusion", false}})));
+}
+
+TEST(MuTwo, NoSlowerThanHftaWhenAllModelsFit)
+{
+  const Trace chain = test::make_chain(4, MB);
+  for (int models : {1, 2, 3}) {
+    const Plan mu_two = plan_with("mu-two", chain, 1ull << 34, {{"models", models}});
+    const Plan hfta = plan_with("hfta", chain, 1ull << 34, {{"models", models}});
+    EXPECT_LE(fast_run(chain, mu_two).metrics.steady_iteration_time_s,
+              fast_run(chain, hfta).metrics.steady_iteration_time_s + 1e-12)
+        << models;
+  }
+}
+
+} // namespace
+} // namespace memsim
