@@ -42,6 +42,7 @@ struct View {
   std::unique_ptr<TraceAnalysis> analysis;
   std::vector<SequenceEntry> sequence;
   std::vector<int> cycle_of; // per position: the cycle it runs in (the prologue is cycle 0)
+  std::vector<int> graph_of; // per position: its merged graph (RingTrace::op_graph)
   std::vector<bool> in_prologue;
   std::vector<std::int64_t> last_forward_use, first_backward_use, produced_at, last_use; // per tensor, -1: none
   std::map<std::pair<OpId, bool>, std::size_t> position_of;                              // first position of an entry
@@ -125,16 +126,19 @@ private:
     view.sequence = recompute_on_demand(*view.analysis, dropped, RecomputeMode::lineage);
     const std::size_t entries = view.sequence.size();
     view.cycle_of.assign(entries, 0);
+    view.graph_of.assign(entries, -1);
     view.in_prologue.assign(entries, false);
-    int next_cycle = cycles - 1;
+    int next_cycle = cycles - 1, next_graph = -1;
     bool next_prologue = false;
     for (std::size_t p = entries; p-- > 0;) { // a recompute belongs to the backward op after it
       const SequenceEntry& entry = view.sequence[p];
       if (!entry.recompute) {
         next_cycle = trace.op(entry.op).iteration;
+        next_graph = ring.op_graph[static_cast<std::size_t>(entry.op)];
         next_prologue = static_cast<std::size_t>(entry.op) < ring.prologue_ops;
       }
       view.cycle_of[p] = next_cycle;
+      view.graph_of[p] = next_graph;
       view.in_prologue[p] = next_prologue;
     }
     const std::size_t tensors = trace.tensors.size();
@@ -381,10 +385,14 @@ private:
     if (option.multiplexed > 0)
       option.placement = raised(j, k, count);
     const View& layout = chosen ? *chosen : view;
-    // The backward scan: issue the prefetch earlier while every position keeps room for the tensor.
+    // The backward scan: issue the prefetch earlier, over the merged graph's entries before the window (no further
+    // back than the graph's first entry), while every position keeps room for the tensor.
     const TensorId moved_id = probe_copy(layout, j, tensor);
     const auto deadline = static_cast<std::size_t>(layout.first_backward_use[static_cast<std::size_t>(moved_id)]);
-    const auto floor = static_cast<std::size_t>(layout.last_forward_use[static_cast<std::size_t>(moved_id)]) + 1;
+    std::size_t floor = deadline;
+    while (floor > 0 && layout.graph_of[floor - 1] == layout.graph_of[deadline])
+      --floor;
+    floor = std::max(floor, static_cast<std::size_t>(layout.last_forward_use[static_cast<std::size_t>(moved_id)]) + 1);
     std::size_t start = deadline;
     if (option.multiplexed > 0)
       start = position(layout, first_moved, kProbeCopy).value_or(deadline);
@@ -394,11 +402,11 @@ private:
     std::size_t prompt = start;
     bool scanned = false;
     while (remaining > 0 && prompt > floor) {
-      const std::size_t q = prompt - 1;
-      if (layout.memory[q] + bytes > options_.budget_bytes) {
-        option.reached_peak = true;
+      if (layout.memory[prompt - 1] + bytes > options_.budget_bytes) {
+        option.reached_peak = true; // the peak interval: later swaps are prefetched at their use (case 1)
         break;
       }
+      const std::size_t q = prompt - 1;
       remaining -= layout.times[q];
       prompt = q;
       scanned = true;

@@ -42,12 +42,14 @@ public:
   RingTrace build(const Placement& placement)
   {
     const int m = static_cast<int>(graphs_.size());
+    graph_ = -1;
     for (OpId op : halves_[0].forward)
       add_op(0, 0, op, 0);
     ring_.prologue_ops = ring_.trace.ops.size();
     for (int c = 0; c < cycles_; ++c) {
       ring_.cycle_first_op.push_back(ring_.trace.ops.size());
       for (int j = 0; j < m; ++j) {
+        graph_ = c * m + j;
         const int next = (j + 1) % m;
         const int next_copy = j + 1 < m ? c : c + 1;
         const std::vector<OpId>& backward = halves_[static_cast<std::size_t>(j)].backward;
@@ -118,6 +120,7 @@ private:
       op.fused_from->op = remap(op.fused_from->op);
     ring_.op_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(id)][static_cast<std::size_t>(copy)] = op.id;
     ring_.op_origin.push_back({j, copy, static_cast<std::size_t>(id)});
+    ring_.op_graph.push_back(graph_);
     ring_.trace.ops.push_back(std::move(op));
   }
 
@@ -159,6 +162,7 @@ private:
   RingTrace ring_;
   std::vector<Halves> halves_;
   std::vector<std::vector<TensorId>> shared_;
+  int graph_ = -1; // the merged graph ops are being added to
 };
 
 } // namespace

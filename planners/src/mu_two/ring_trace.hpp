@@ -35,6 +35,7 @@ struct RingTrace {
   // per sub-array, per template op, per copy: its id in `trace` (-1: none)
   std::vector<std::vector<std::vector<OpId>>> op_copy;
   std::size_t prologue_ops = 0;            // ops [0, prologue_ops) are the prologue FW_0(0)
+  std::vector<int> op_graph;               // per op: the merged graph G_j(c) it runs in, c·m + j; -1 in the prologue
   std::vector<std::size_t> cycle_first_op; // the first op of each cycle after the prologue
   int cycles = 0;
 };
