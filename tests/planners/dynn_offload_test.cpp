@@ -4,8 +4,8 @@
 // graphs differ and is then slower, and equals the oracle when every iteration has the same graph. Every run stays
 // within its budget on both engines, and its realized plan replays the same run without the policy.
 #include "dynamic_specs.hpp"
+#include "engine_comparison.hpp"
 #include "pilot_fixtures.hpp"
-#include "simulate_in_child.hpp"
 #include "test_files.hpp"
 #include "test_machines.hpp"
 #include "test_traces.hpp"
@@ -70,10 +70,8 @@ Plan in_order(const Trace& trace, std::uint64_t budget, const nlohmann::json& pa
 RunResult run_on(EngineKind engine, const Trace& trace, const Machine& machine, const Plan& plan)
 {
   SimOptions options;
-  options.engine = engine;
   options.realized_plan = true;
-  return engine == EngineKind::fast ? simulate(trace, machine, plan, options)
-                                    : test::simulate_in_child(trace, machine, plan, options);
+  return test::run_on_engine(engine, trace, machine, plan, options);
 }
 
 // On both engines: feasible within the budget, the same time, peak, bytes and counters; the realized plan, replayed

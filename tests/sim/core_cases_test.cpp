@@ -4,7 +4,7 @@
 //    of memory before any step runs;
 //  - three equal blocks, the outer two freed, then two blocks' worth: it fits by bytes, but under the pool
 //    allocator no free block is large enough (fragmentation), with the numbers to show it.
-#include "simulate_in_child.hpp"
+#include "engine_comparison.hpp"
 
 #include "memsim/planners/plan.hpp"
 
@@ -35,11 +35,8 @@ RunResult run(const char* name, EngineKind engine, AllocatorKind allocator)
   const Trace trace = load_trace(kFixtures / (std::string(name) + ".trace.json"));
   const Plan plan = load_plan(kFixtures / (std::string(name) + ".plan.json"));
   SimOptions options;
-  options.engine = engine;
   options.allocator = allocator;
-  if (engine == EngineKind::fast)
-    return simulate(trace, one_gpu(), plan, options);
-  return test::simulate_in_child(trace, one_gpu(), plan, options);
+  return test::run_on_engine(engine, trace, one_gpu(), plan, options);
 }
 
 TEST(CoreCases, AWeightNoOpReadsStillTakesMemoryFromTheStart)

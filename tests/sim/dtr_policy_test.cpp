@@ -2,7 +2,7 @@
 // its variants and baselines pick instead), the evicted-neighbourhood cost, recursive rematerialization, and locks
 // (the inputs of the step that asks, constants). Every case runs on the fast engine in-process and on SimGrid in a
 // forked child, and the realized plan replays the same run.
-#include "simulate_in_child.hpp"
+#include "engine_comparison.hpp"
 #include "test_machines.hpp"
 #include "test_traces.hpp"
 
@@ -56,10 +56,8 @@ protected:
   RunResult run(const Trace& trace, const Plan& plan) const
   {
     SimOptions options;
-    options.engine = GetParam();
     options.realized_plan = true;
-    return GetParam() == EngineKind::fast ? simulate(trace, one_gpu_machine(), plan, options)
-                                          : test::simulate_in_child(trace, one_gpu_machine(), plan, options);
+    return test::run_on_engine(GetParam(), trace, one_gpu_machine(), plan, options);
   }
   // The run, and its realized plan replayed without the policy, give the same time and peak.
   RunResult run_and_replay(const Trace& trace, const Plan& plan) const

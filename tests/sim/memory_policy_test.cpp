@@ -2,7 +2,7 @@
 // stall of an on-demand fetch, evict + rematerialize (a DTR-like test policy), the realized plan, whose replay
 // without a policy must give the same run, and the online planner that returns it. Every scenario runs on the fast
 // engine in-process and on SimGrid in a forked child (one SimGrid engine per process).
-#include "simulate_in_child.hpp"
+#include "engine_comparison.hpp"
 #include "test_machines.hpp"
 #include "test_traces.hpp"
 
@@ -97,11 +97,9 @@ RunResult run(EngineKind engine, const Trace& trace, const Machine& machine, con
               std::optional<PolicyChoice> policy = std::nullopt)
 {
   SimOptions options;
-  options.engine = engine;
   options.policy = std::move(policy);
   options.realized_plan = true;
-  return engine == EngineKind::fast ? simulate(trace, machine, plan, options)
-                                    : test::simulate_in_child(trace, machine, plan, options);
+  return test::run_on_engine(engine, trace, machine, plan, std::move(options));
 }
 
 // Labels of the records of `kind`, in start order.

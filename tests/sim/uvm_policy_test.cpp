@@ -3,7 +3,7 @@
 // eviction of VA blocks (allocation order, not access order), the oversubscription cap, and the online planner.
 // Every case runs on the fast engine in-process and on SimGrid in a forked child, and the realized plan replays the
 // same run.
-#include "simulate_in_child.hpp"
+#include "engine_comparison.hpp"
 #include "test_machines.hpp"
 #include "test_traces.hpp"
 
@@ -88,10 +88,8 @@ protected:
   RunResult run(const Trace& trace, const Plan& plan, const Machine& machine = one_gpu_machine()) const
   {
     SimOptions options;
-    options.engine = GetParam();
     options.realized_plan = true;
-    return GetParam() == EngineKind::fast ? simulate(trace, machine, plan, options)
-                                          : test::simulate_in_child(trace, machine, plan, options);
+    return test::run_on_engine(GetParam(), trace, machine, plan, options);
   }
   // The run, and its realized plan replayed without the policy (through its JSON), give the same time and peak.
   RunResult run_and_replay(const Trace& trace, const Plan& plan) const
@@ -229,10 +227,7 @@ TEST(UvmOnlinePlanner, EmitsTheRealizedPlanWithFaultServiceTimes)
   EXPECT_FALSE(plan.policy.has_value());
   EXPECT_THAT(service_times(plan), ::testing::Contains(::testing::DoubleEq(0.001)));
   for (EngineKind engine : {EngineKind::fast, EngineKind::simgrid}) {
-    SimOptions options;
-    options.engine = engine;
-    const RunResult replay = engine == EngineKind::fast ? simulate(trace, machine, plan, options)
-                                                        : test::simulate_in_child(trace, machine, plan, options);
+    const RunResult replay = test::run_on_engine(engine, trace, machine, plan);
     ASSERT_TRUE(replay.metrics.feasible) << (replay.error ? replay.error->message : "");
     ASSERT_TRUE(plan.estimate.iteration_time_s.has_value());
     EXPECT_DOUBLE_EQ(replay.metrics.iteration_time_s, *plan.estimate.iteration_time_s);

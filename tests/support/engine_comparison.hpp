@@ -3,7 +3,8 @@
 // fast engine): every step's start and end to 1e-9 relative (an absolute floor of 1e-15 s for times near zero), the
 // memory profile and peaks per device exactly, bytes moved exactly, feasibility and the error (kind, step, tensor,
 // device, numbers exactly, time to 1e-9 relative), and returns the differences, one line each (empty: the runs
-// agree). run_on_both_engines runs one plan on both engines and expects exactly that agreement.
+// agree). run_on_engine runs one plan on a chosen engine; run_on_both_engines runs it on both and expects exactly
+// that agreement.
 #include "simulate_in_child.hpp"
 
 #include "memsim/sim/simulator.hpp"
@@ -124,15 +125,23 @@ inline void expect_engines_agree(const EngineRuns& runs)
   EXPECT_TRUE(text.empty()) << "SimGrid vs fast:" << text;
 }
 
-// Runs `plan` on the fast engine in this process and on SimGrid in a forked child (SimGrid's Engine is one per
-// process), both with `options` but for its engine, and expects the two runs to agree (expect_engines_agree).
-inline EngineRuns run_on_both_engines(const Trace& trace, const Machine& machine, const Plan& plan,
-                                      SimOptions options = {})
+// Runs `plan` with `options` on `engine` (which replaces options.engine): the fast engine in this process, SimGrid
+// in a forked child (SimGrid's Engine is one per process).
+inline RunResult run_on_engine(EngineKind engine, const Trace& trace, const Machine& machine, const Plan& plan,
+                               SimOptions options = {})
 {
-  options.engine = EngineKind::fast;
-  EngineRuns runs{simulate(trace, machine, plan, options), {}};
-  options.engine = EngineKind::simgrid;
-  runs.simgrid = simulate_in_child(trace, machine, plan, options);
+  options.engine = engine;
+  return engine == EngineKind::fast ? simulate(trace, machine, plan, options)
+                                    : simulate_in_child(trace, machine, plan, options);
+}
+
+// Runs `plan` on both engines (run_on_engine), both with `options` but for its engine, and expects the two runs to
+// agree (expect_engines_agree).
+inline EngineRuns run_on_both_engines(const Trace& trace, const Machine& machine, const Plan& plan,
+                                      const SimOptions& options = {})
+{
+  EngineRuns runs{run_on_engine(EngineKind::fast, trace, machine, plan, options),
+                  run_on_engine(EngineKind::simgrid, trace, machine, plan, options)};
   expect_engines_agree(runs);
   return runs;
 }

@@ -20,6 +20,30 @@ def per_gpu_volume(row):
     return [int(h) + int(d) for h, d in pairs]
 
 
+def feasible(row):
+    return row is not None and row["feasible"] == "true"
+
+
+def minibatches(cells, model):
+    return sorted({d for m, d, _ in cells if m == model})
+
+
+def print_table(title, cells, models, names, feasible_cell, last_column=None):
+    """A table of one row per model and minibatch D and one column per system: feasible_cell(model, d, row) where
+    the run is feasible, – elsewhere; last_column, a (header, cell(model, d)) pair, adds one more column."""
+    columns = names + [last_column[0]] if last_column else names
+    print(title)
+    print("| model | D | " + " | ".join(columns) + " |")
+    print("|---|---|" + "---|" * len(columns))
+    for model in models:
+        for d in minibatches(cells, model):
+            rows = [cells.get((model, d, name)) for name in names]
+            out = [feasible_cell(model, d, row) if feasible(row) else "–" for row in rows]
+            if last_column:
+                out.append(last_column[1](model, d))
+            print(f"| {model} | {d} | " + " | ".join(out) + " |")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     source = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "results.csv")
@@ -32,52 +56,36 @@ def main():
     models = list(dict.fromkeys(row["model"] for row in rows))
     names = [name for _, _, name in SYSTEMS]
 
-    print("### Throughput (samples/s; in brackets: u, then × DP Swap at the smallest D; – infeasible)\n")
-    print("| model | D | " + " | ".join(names) + " |")
-    print("|---|---|" + "---|" * len(names))
-    for model in models:
-        ds = sorted({d for m, d, _ in cells if m == model})
-        base = cells.get((model, ds[0], "DP Swap"))
-        base_rate = float(base["samples_per_s"]) if base and base["feasible"] == "true" else None
-        for d in ds:
-            out = []
-            for name in names:
-                row = cells.get((model, d, name))
-                if row is None or row["feasible"] != "true":
-                    out.append("–")
-                    continue
-                rate = float(row["samples_per_s"])
-                ratio = f", {rate / base_rate:.1f}×" if base_rate else ""
-                out.append(f"{rate:.3f} (u={row['u_bwd']}{ratio})")
-            print(f"| {model} | {d} | " + " | ".join(out) + " |")
+    def throughput(model, d, row):
+        base = cells.get((model, minibatches(cells, model)[0], "DP Swap"))
+        base_rate = float(base["samples_per_s"]) if feasible(base) else None
+        rate = float(row["samples_per_s"])
+        ratio = f", {rate / base_rate:.1f}×" if base_rate else ""
+        return f"{rate:.3f} (u={row['u_bwd']}{ratio})"
 
-    print("\n### Swap volume (h2d + d2h, GB): busiest GPU / all GPUs\n")
-    print("| model | D | " + " | ".join(names) + " | DP Swap ÷ Harmony PP (global) |")
-    print("|---|---|" + "---|" * (len(names) + 1))
-    for model in models:
-        for d in sorted({d for m, d, _ in cells if m == model}):
-            out, total = [], {}
-            for name in names:
-                row = cells.get((model, d, name))
-                if row is None or row["feasible"] != "true":
-                    out.append("–")
-                    continue
-                volume = per_gpu_volume(row)
-                total[name] = sum(volume)
-                out.append(f"{max(volume) / 1e9:.1f} / {sum(volume) / 1e9:.1f}")
-            ratio = (f"{total['DP Swap'] / total['Harmony PP']:.0f}×" if "DP Swap" in total and "Harmony PP" in total
-                     else "–")
-            print(f"| {model} | {d} | " + " | ".join(out) + f" | {ratio} |")
+    def swap_volume(model, d, row):
+        volume = per_gpu_volume(row)
+        return f"{max(volume) / 1e9:.1f} / {sum(volume) / 1e9:.1f}"
+
+    def global_swap_ratio(model, d):
+        total = {name: sum(per_gpu_volume(cells[(model, d, name)])) for name in ("DP Swap", "Harmony PP")
+                 if feasible(cells.get((model, d, name)))}
+        return f"{total['DP Swap'] / total['Harmony PP']:.0f}×" if len(total) == 2 else "–"
+
+    print_table("### Throughput (samples/s; in brackets: u, then × DP Swap at the smallest D; – infeasible)\n",
+                cells, models, names, throughput)
+    print_table("\n### Swap volume (h2d + d2h, GB): busiest GPU / all GPUs\n", cells, models, names, swap_volume,
+                ("DP Swap ÷ Harmony PP (global)", global_swap_ratio))
 
     print("\n### Harmony: its estimator against memsim's simulation (seconds per iteration)\n")
     print("| model | D | mode | u (plan) | Top-1 estimate | estimate of the planned configuration | simulated | "
           "simulated ÷ estimate |")
     print("|---|---|---|---|---|---|---|---|")
     for model in models:
-        for d in sorted({d for m, d, _ in cells if m == model}):
+        for d in minibatches(cells, model):
             for name in ("Harmony PP", "Harmony DP"):
                 row = cells.get((model, d, name))
-                if row is None or row["feasible"] != "true":
+                if not feasible(row):
                     continue
                 simulated, estimate = float(row["iteration_time_s"]), float(row["estimate_s"])
                 print(f"| {model} | {d} | {name[-2:]} | {row['u_bwd']} | {float(row['search_estimate_s']):.3f} | "
@@ -89,9 +97,9 @@ def main():
     for faster, slower in ORDERINGS:
         holds, fails, missing = 0, [], 0
         for model in models:
-            for d in sorted({d for m, d, _ in cells if m == model}):
+            for d in minibatches(cells, model):
                 a, b = cells.get((model, d, faster)), cells.get((model, d, slower))
-                if not a or not b or a["feasible"] != "true" or b["feasible"] != "true":
+                if not feasible(a) or not feasible(b):
                     missing += 1
                     continue
                 ra, rb = float(a["samples_per_s"]), float(b["samples_per_s"])

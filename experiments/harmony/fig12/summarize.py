@@ -32,6 +32,20 @@ def seconds(row):
     return float(row["iteration_time_s"]) if row and row["feasible"] == "true" else None
 
 
+def print_table(title, cells, ds, names, feasible_cell, infeasible_cell):
+    """A table of one row per minibatch D and one column per system: feasible_cell(d, row) where the run is feasible,
+    infeasible_cell(row) (row None where the cell was not run) elsewhere."""
+    print(title)
+    print("| D | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for d in ds:
+        out = []
+        for name in names:
+            row = cells.get((d, name))
+            out.append(infeasible_cell(row) if seconds(row) is None else feasible_cell(d, row))
+        print(f"| {d} | " + " | ".join(out) + " |")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     cells = load(sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "results.csv"))
@@ -39,19 +53,12 @@ def main():
     names = [name for _, _, name in SYSTEMS]
     base = seconds(cells.get((ds[0], BASE)))
 
-    print(f"### Throughput (samples/s; in brackets: u/|P_B|, × {BASE} at D = {ds[0]}; – infeasible)\n")
-    print("| D | " + " | ".join(names) + " |")
-    print("|---|" + "---|" * len(names))
-    for d in ds:
-        out = []
-        for name in names:
-            row = cells.get((d, name))
-            if seconds(row) is None:
-                out.append(f"– ({row['reason']})" if row else "–")
-                continue
-            ratio = f", {(base / ds[0]) / (seconds(row) / d):.2f}×" if base else ""
-            out.append(f"{float(row['samples_per_s']):.3f} ({row['u_bwd']}/{row['packs_bwd']}{ratio})")
-        print(f"| {d} | " + " | ".join(out) + " |")
+    def throughput(d, row):
+        ratio = f", {(base / ds[0]) / (seconds(row) / d):.2f}×" if base else ""
+        return f"{float(row['samples_per_s']):.3f} ({row['u_bwd']}/{row['packs_bwd']}{ratio})"
+
+    print_table(f"### Throughput (samples/s; in brackets: u/|P_B|, × {BASE} at D = {ds[0]}; – infeasible)\n",
+                cells, ds, names, throughput, lambda row: f"– ({row['reason']})" if row else "–")
 
     print("\n### Harmony's speedup over ZeRO-Infinity (iteration time ratio)\n")
     print("| D | DP over ZeRO-Inf (DP cfg) | PP over ZeRO-Inf (PP cfg) | DP over the faster ZeRO-Inf | "
@@ -66,19 +73,12 @@ def main():
               f"{zero / t['Harmony PP']:.2f}× | "
               f"{(min(offload) / t['Harmony PP']) if offload else float('nan'):.2f}× |")
 
-    print("\n### Swap volume per minibatch (GB): host<->GPU h2d + d2h, all GPUs (GPU<->GPU p2p in brackets)\n")
-    print("| D | " + " | ".join(names) + " |")
-    print("|---|" + "---|" * len(names))
-    for d in ds:
-        out = []
-        for name in names:
-            row = cells.get((d, name))
-            if seconds(row) is None:
-                out.append("–")
-                continue
-            swap = (int(row["h2d_bytes"]) + int(row["d2h_bytes"])) / 1e9
-            out.append(f"{swap:.1f} ({int(row['p2p_bytes']) / 1e9:.0f})")
-        print(f"| {d} | " + " | ".join(out) + " |")
+    def swap_volume(d, row):
+        swap = (int(row["h2d_bytes"]) + int(row["d2h_bytes"])) / 1e9
+        return f"{swap:.1f} ({int(row['p2p_bytes']) / 1e9:.0f})"
+
+    print_table("\n### Swap volume per minibatch (GB): host<->GPU h2d + d2h, all GPUs (GPU<->GPU p2p in brackets)\n",
+                cells, ds, names, swap_volume, lambda row: "–")
 
 
 if __name__ == "__main__":
