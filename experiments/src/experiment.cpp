@@ -378,9 +378,7 @@ std::vector<Workload> workloads_along(const std::vector<Workload>& workloads, Sc
 // The bottleneck of gpu0's path to the host: the bandwidth a cell has when the sweep does not set it.
 double own_host_bandwidth(const Machine& machine)
 {
-  double bandwidth = std::numeric_limits<double>::infinity();
-  for (const RouteHop& hop : machine.route(machine.gpus.at(0).name, kHostNodeName))
-    bandwidth = std::min(bandwidth, machine.links.at(hop.link).bandwidth);
+  const double bandwidth = machine.host_link_bandwidth(0);
   return std::isfinite(bandwidth) ? bandwidth : 0;
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <set>
 
 namespace memsim {
@@ -242,6 +243,14 @@ void Machine::set_host_link_bandwidth(double bytes_per_s)
       on_host_paths.insert(hop.link);
   for (std::size_t link : on_host_paths)
     links[link].bandwidth = bytes_per_s;
+}
+
+double Machine::host_link_bandwidth(std::size_t gpu) const
+{
+  double slowest = std::numeric_limits<double>::infinity();
+  for (const RouteHop& hop : route(gpus.at(gpu).name, kHostNodeName))
+    slowest = std::min(slowest, links.at(hop.link).bandwidth);
+  return slowest;
 }
 
 std::filesystem::path default_presets_dir()

@@ -112,8 +112,9 @@ Step read_step(const fast_json::Node& node, std::size_t index)
   if (step.iteration < 0)
     node.at("iteration").fail("iteration must not be negative");
   if (node.has("service_s")) {
-    if (step.kind != StepKind::prefetch && step.kind != StepKind::offload)
-      node.at("service_s").fail(fmt::format("only prefetch and offload steps have a service time, not {}", kind));
+    if (step.kind != StepKind::prefetch && step.kind != StepKind::offload && step.kind != StepKind::compute)
+      node.at("service_s")
+          .fail(fmt::format("only compute, prefetch and offload steps have a service time, not {}", kind));
     step.service_s = node.at("service_s").as_non_negative();
   }
   if (is_view(step.kind)) {

@@ -53,6 +53,7 @@ public:
     }
     executed_.assign(step_count, 0);
     workspace_handle_.assign(step_count, 0);
+    added_service_s_.assign(step_count, 0);
     if (config_.policy)
       policy_ = std::make_unique<PolicyDriver>(*config_.policy, trace_, plan_, static_cast<Schedule&>(*this));
   }
@@ -118,6 +119,12 @@ private:
   const MemoryLedger& ledger() const override { return ledger_; }
   double op_time(OpId op, int device) const override { return op_time_(trace_.op(op), device); }
   const Machine* machine() const override { return config_.machine; }
+  void add_service_time(StepId id, double seconds) override
+  {
+    added_service_s_[static_cast<std::size_t>(id)] += seconds;
+  }
+  // What step `id` pays before its work: the plan's service time and what the policy added.
+  double service_s(StepId id) const { return step(id).service_s + added_service_s_[static_cast<std::size_t>(id)]; }
 
   Plan plan_without_policy() const
   {
@@ -389,7 +396,8 @@ private:
         }
         sample(step.device);
       }
-      work = Work{Work::Kind::compute, step.device, op_time_(op, step.device), 0, 0, 0};
+      work = Work{Work::Kind::compute, step.device, op_time_(op, step.device), 0, 0, 0, service_s(id)};
+      record.start_s += work->service_s; // the op computes after the pause (its stream stalls meanwhile)
       break;
     }
     case StepKind::offload: {
@@ -406,7 +414,7 @@ private:
         }
         arriving_.insert({MemoryLedger::kHost, step.instance, tensor});
       }
-      work = Work{Work::Kind::transfer, 0, 0, step.device, kHostNode, record.bytes, step.service_s};
+      work = Work{Work::Kind::transfer, 0, 0, step.device, kHostNode, record.bytes, service_s(id)};
       break;
     }
     case StepKind::prefetch: {
@@ -423,7 +431,7 @@ private:
         return;
       if (dropped_with_host_copy_.erase({step.device, step.instance, tensor}) > 0)
         swapped_bytes_ += record.bytes; // a swap-in of what a free swapped out
-      work = Work{Work::Kind::transfer, 0, 0, kHostNode, step.device, record.bytes, step.service_s};
+      work = Work{Work::Kind::transfer, 0, 0, kHostNode, step.device, record.bytes, service_s(id)};
       break;
     }
     case StepKind::free: {
@@ -655,8 +663,9 @@ private:
   std::vector<StepRecord> records_;
   std::vector<std::uint8_t> executed_;
   std::vector<std::uint64_t> workspace_handle_;
-  std::vector<int> scope_opened_by_; // per plan step: the instance whose scope it opens, or -1
-  std::vector<int> scope_closed_by_; // per plan step: the instance whose scope it closes, or -1
+  std::vector<double> added_service_s_; // per step: the policy's pause before it (add_service_time)
+  std::vector<int> scope_opened_by_;    // per plan step: the instance whose scope it opens, or -1
+  std::vector<int> scope_closed_by_;    // per plan step: the instance whose scope it closes, or -1
   std::vector<std::vector<std::pair<int, TensorId>>> scoped_residents_; // per instance: (device, tensor)
   std::size_t executed_count_ = 0;
   std::uint64_t swapped_bytes_ = 0;
@@ -695,6 +704,7 @@ StepId Execution::add_step(Step added, std::optional<StepId> run_before)
   records_.emplace_back();
   executed_.push_back(0);
   workspace_handle_.push_back(0);
+  added_service_s_.push_back(0);
   successors_.emplace_back();
   remaining_deps_.push_back(0);
   for (StepId dep : added.deps)

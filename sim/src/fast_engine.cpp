@@ -10,10 +10,12 @@ bool FastPhysics::start(StepId step, const Work& work)
   Activity activity;
   activity.step = step;
   if (work.kind == Work::Kind::compute) {
-    if (work.seconds <= 0)
+    if (work.seconds <= 0 && work.service_s <= 0)
       return true;
     activity.remaining = work.seconds;
     activity.compute_resource = network_->compute_resource(work.node);
+    activity.in_latency = work.service_s > 0; // a pause before the op: it does not compute meanwhile
+    activity.latency_end = now_ + work.service_s;
   } else {
     const double latency = network_->latency_s(work.from, work.to) + work.service_s;
     if (work.bytes == 0 && latency <= 0)

@@ -72,6 +72,7 @@ void PolicyDriver::grow(std::size_t step_count)
   realized_deps_.resize(step_count);
   claimed_.resize(step_count, 0);
   barrier_asked_.resize(step_count, 0);
+  paused_s_.resize(step_count, 0);
   held_.resize(step_count);
   started_.resize(step_count, 0);
   skipped_.resize(step_count, 0);
@@ -294,6 +295,14 @@ PolicyDriver::Admission PolicyDriver::admit(StepId id)
   auto& claimed = claimed_[static_cast<std::size_t>(id)];
   if (!barrier_asked_[static_cast<std::size_t>(id)] && !is_policy_step(id)) {
     barrier_asked_[static_cast<std::size_t>(id)] = 1;
+    if (const double pause = policy_->pause_before(step, *this); pause > 0) {
+      if (step.kind != StepKind::compute && step.kind != StepKind::prefetch && step.kind != StepKind::offload)
+        throw std::logic_error(fmt::format("memory policy: cannot pause before step {} ({}): only compute, prefetch "
+                                           "and offload steps pause",
+                                           id, to_string(step.kind)));
+      paused_s_[static_cast<std::size_t>(id)] = pause;
+      schedule_->add_service_time(id, pause);
+    }
     if (policy_->waits_for_policy(step, *this)) {
       std::erase_if(open_actions_, [&](StepId action) { return schedule_->finished(action); });
       for (StepId action : open_actions_)
@@ -558,6 +567,7 @@ Plan PolicyDriver::realized_plan(const Plan& original) const
   for (StepId id : start_order_) {
     Step step = schedule_->step(id);
     step.id = renumbered[static_cast<std::size_t>(id)];
+    step.service_s += paused_s_[static_cast<std::size_t>(id)];
     step.deps.clear();
     for (StepId dep : realized_deps_[static_cast<std::size_t>(id)])
       resolve(dep, step.deps);

@@ -32,6 +32,8 @@ public:
   virtual const MemoryLedger& ledger() const = 0;
   virtual double op_time(OpId op, int device) const = 0; // the cost model's time of `op` there
   virtual const Machine* machine() const = 0;            // null when the caller gave none
+  // `id` (not started) waits `seconds` more before its work: paid like its service time (Step::service_s).
+  virtual void add_service_time(StepId id, double seconds) = 0;
 };
 
 class PolicyDriver final : private PolicyView {
@@ -55,6 +57,7 @@ public:
 
 private:
   std::vector<std::uint8_t> barrier_asked_; // per step: waits_for_policy was asked
+  std::vector<double> paused_s_;            // per step: what pause_before charged (the realized plan's service_s)
   std::vector<StepId> open_actions_;        // policy copies and releases not known to have finished (waits_for_policy)
   std::vector<StepId> open_releases_;       // policy offloads' and evictions' frees, until finished (after_releases)
   struct History {                          // per tensor slot on a device

@@ -29,14 +29,13 @@ public:
   bool start(StepId step, const Work& work) override
   {
     if (work.kind == Work::Kind::compute) {
-      if (work.seconds <= 0)
+      if (work.seconds <= 0 && work.service_s <= 0)
         return true;
-      s4u::ExecPtr exec = s4u::Exec::init();
-      exec->set_flops_amount(work.seconds * SimPlatform::kSimSpeed);
-      exec->set_host(host(work.node));
-      exec->start();
-      running_.push_back(exec);
-      running_steps_.push_back(step);
+      Pending pause{step, 0, 0, 0, s4u::Engine::get_clock() + work.service_s, true, work.node, work.seconds};
+      if (work.service_s > 0)
+        timers_.push_back(pause);
+      else
+        start_exec(pause);
       return false;
     }
     const std::size_t from = node(work.from);
@@ -95,6 +94,9 @@ private:
     std::size_t to = 0;
     std::uint64_t bytes = 0;
     double ready_at = 0;
+    bool compute = false; // a compute's pause (Work::service_s): then the op runs
+    int node = 0;         // compute: where it runs
+    double seconds = 0;   // compute: its duration alone
   };
 
   std::size_t node(int gpu_or_host) const
@@ -110,6 +112,16 @@ private:
     running_steps_.push_back(transfer.step);
   }
 
+  void start_exec(const Pending& op)
+  {
+    s4u::ExecPtr exec = s4u::Exec::init();
+    exec->set_flops_amount(op.seconds * SimPlatform::kSimSpeed);
+    exec->set_host(host(op.node));
+    exec->start();
+    running_.push_back(exec);
+    running_steps_.push_back(op.step);
+  }
+
   void take(std::size_t index, std::vector<StepId>& finished)
   {
     finished.push_back(running_steps_[index]);
@@ -117,13 +129,17 @@ private:
     running_steps_.erase(running_steps_.begin() + static_cast<std::ptrdiff_t>(index));
   }
 
-  // Timers due at `due` (the one waited for and any at the same instant): their bytes start to flow.
+  // Timers due at `due` (the one waited for and any at the same instant): their bytes start to flow, or their op
+  // starts to compute.
   void fire_timers(double due, std::vector<StepId>& finished)
   {
     for (std::size_t i = 0; i < timers_.size();) {
       if (timers_[i].ready_at <= due + kSimultaneous_s) {
-        if (timers_[i].bytes == 0)
+        const bool nothing_left = timers_[i].compute ? timers_[i].seconds <= 0 : timers_[i].bytes == 0;
+        if (nothing_left)
           finished.push_back(timers_[i].step);
+        else if (timers_[i].compute)
+          start_exec(timers_[i]);
         else
           start_comm(timers_[i]);
         timers_.erase(timers_.begin() + static_cast<std::ptrdiff_t>(i));

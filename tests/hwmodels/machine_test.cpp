@@ -105,6 +105,17 @@ TEST(Route, SetHostLinkBandwidthChangesOnlyHostPaths)
   }
 }
 
+// gpu0 reaches the host over gpu0-sw0 (16 GB/s) and sw0-host (12 GB/s): a copy alone gets the slower, 12 GB/s.
+TEST(Route, HostLinkBandwidthIsTheSlowestLinkOnTheWay)
+{
+  Machine machine = load_machine(kData / "tree.machine.yaml");
+  EXPECT_DOUBLE_EQ(machine.host_link_bandwidth(0), 12e9);
+  EXPECT_DOUBLE_EQ(machine.host_link_bandwidth(2), 12e9);
+  machine.links[0].bandwidth = 8e9; // gpu0-sw0
+  EXPECT_DOUBLE_EQ(machine.host_link_bandwidth(0), 8e9);
+  EXPECT_DOUBLE_EQ(machine.host_link_bandwidth(1), 12e9);
+}
+
 TEST(Presets, EveryPresetLoadsAndReachesTheHost)
 {
   std::size_t count = 0;

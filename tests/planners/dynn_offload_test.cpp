@@ -313,6 +313,10 @@ TEST(DynnOffload, BadParametersAreLocated)
       InputError);
   EXPECT_THROW(simulate(trace, worked_machine(), in_order(trace, 6000000, {{"dp_work_limit", 0}}), options),
                InputError);
+  EXPECT_THROW(simulate(trace, worked_machine(), in_order(trace, 6000000, {{"map_s", -1}}), options), InputError);
+  EXPECT_THROW(simulate(trace, worked_machine(),
+                        in_order(trace, 6000000, {{"strict_halves", true}, {"single_block_when_fits", true}}), options),
+               InputError);
 }
 
 // prediction=pilot with hand-made pilots (pilot_fixtures.hpp): the plain-C++ forward pass runs at each iteration's
@@ -387,6 +391,72 @@ TEST(DynnOffloadPilot, IsDeterministic)
   const RunResult second = run_on(EngineKind::fast, trace, machine, plan);
   ASSERT_TRUE(first.realized_plan && second.realized_plan);
   EXPECT_EQ(plan_to_json(*first.realized_plan).dump(), plan_to_json(*second.realized_plan).dump());
+}
+
+// strict_halves (the cap only). x (input) and the weights a0..a2 (1 MB each) start on the host; op i reads the
+// previous output and a_i (a3..a5, 0 bytes); budget 6 MB. A pilot predicts one block of all three ops (4 MB, over
+// budget / 2). Logical halves bring everything at once on the 1.25 ms copy stream (1 MB at 1 GB/s + 0.25 ms):
+// x 1.25, a0 2.5, a1 3.75, a2 5.0 ms; f0 2.5-3.5, f1 3.75-4.75, f2 5.0-6.0 ms. Strict halves stop at 3 MB: a2 comes
+// only when f1 ends and x and a0 are done with (4.75 ms), arrives at 6.0 ms, and f2 ends at 7.0 ms.
+TEST(DynnOffloadPilot, StrictHalvesCapABlockAtHalfTheBudget)
+{
+  const Trace trace = test::hand_trace({1000000, 1000000, 1000000, 0, 0, 0},
+                                       {{{0, 1}, {4}}, {{4, 2}, {5}}, {{5, 3}, {6}}}, {1000000, {1, 2, 3}});
+  const Machine machine = worked_machine();
+  test::ScratchDir dir;
+  test::write_file(dir / "one.json", test::constant_pilot({3}, dynn::PilotShape{8, 4}).dump());
+  nlohmann::json strict = pilot_params(dir / "one.json");
+  strict["strict_halves"] = true;
+  const RunResult logical = run_checked(trace, machine, in_order(trace, 6000000, pilot_params(dir / "one.json")));
+  const RunResult halves = run_checked(trace, machine, in_order(trace, 6000000, strict));
+  EXPECT_NEAR(logical.metrics.iteration_time_s, 6.0e-3, 1e-12);
+  EXPECT_NEAR(halves.metrics.iteration_time_s, 7.0e-3, 1e-12);
+  EXPECT_EQ(logical.metrics.peak_device_bytes, 4000000u);
+  EXPECT_EQ(halves.metrics.peak_device_bytes, 4000000u); // x and a0 stay resident: nothing needed their room
+  EXPECT_EQ(halves.metrics.h2d_bytes, 4000000u);
+  EXPECT_EQ(halves.metrics.policy, PolicyCounters{}); // a2 was predicted: late, not mispredicted
+  // The oracle's blocks come from the DP at budget / 2 and fit their halves: strict changes nothing on the chain.
+  nlohmann::json oracle = {{"prediction", "oracle"}, {"strict_halves", true}};
+  EXPECT_NEAR(run_checked(worked_trace(), machine, in_order(worked_trace(), 6000000, oracle)).metrics.iteration_time_s,
+              7.5e-3, 1e-12);
+}
+
+// pilot_infer_s + map_s (30 + 12.5 us, the paper's values) pause each iteration's first op. The worked chain run
+// twice (iteration 1 a copy of iteration 0 over new tensors): every iteration takes exactly 42.5 us longer, and the
+// realized plan keeps the pause as each first op's service time.
+TEST(DynnOffload, PilotCostsPauseEachIterationsFirstOp)
+{
+  std::vector<test::HandOp> ops = {{{0}, {1}}, {{1}, {2}}, {{2}, {3}}, {{3}, {4}}, {{4}, {5}}, {{5, 1}, {6}}};
+  for (int i = 0; i < 6; ++i) {
+    test::HandOp copy = ops[static_cast<std::size_t>(i)];
+    for (TensorId& t : copy.inputs)
+      t = t == 0 ? 0 : t + 6;
+    for (TensorId& t : copy.outputs)
+      t += 6;
+    ops.push_back(copy);
+  }
+  Trace trace = test::hand_trace(std::vector<std::uint64_t>(12, 1000000), ops);
+  for (std::size_t i = 6; i < trace.ops.size(); ++i)
+    trace.ops[i].iteration = 1;
+  const Machine machine = worked_machine();
+  const RunResult free_pilot = run_checked(trace, machine, in_order(trace, 6000000, {{"prediction", "oracle"}}));
+  const RunResult paid =
+      run_checked(trace, machine,
+                  in_order(trace, 6000000, {{"prediction", "oracle"}, {"pilot_infer_s", 30e-6}, {"map_s", 12.5e-6}}));
+  ASSERT_EQ(free_pilot.metrics.iteration_times_s.size(), 2u);
+  ASSERT_EQ(paid.metrics.iteration_times_s.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_NEAR(paid.metrics.iteration_times_s[i], free_pilot.metrics.iteration_times_s[i] + 42.5e-6, 1e-12) << i;
+  EXPECT_EQ(paid.metrics.h2d_bytes, free_pilot.metrics.h2d_bytes);
+  ASSERT_TRUE(paid.realized_plan);
+  std::vector<std::string> paused;
+  for (const Step& step : paid.realized_plan->steps)
+    if (step.service_s > 0) {
+      EXPECT_EQ(step.kind, StepKind::compute);
+      EXPECT_DOUBLE_EQ(step.service_s, 42.5e-6);
+      paused.push_back(trace.op(*step.op).name);
+    }
+  EXPECT_THAT(paused, ::testing::ElementsAre("f0", "f6"));
 }
 
 TEST(DynnOffloadPilot, MissingModelOrBadFileIsLocated)

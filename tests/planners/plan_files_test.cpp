@@ -274,8 +274,8 @@ TEST(PlanFiles, LocatedMessagesInStepsAndExtras)
   EXPECT_EQ(error_of([](auto& d) { d["steps"][1]["kind"] = "swap"; }),
             "p.json: at /steps/1/kind: unknown step kind 'swap' (valid: compute, recompute, offload, prefetch, free, "
             "send, recv, split, merge, allreduce, allgather, reducescatter)");
-  EXPECT_EQ(error_of([](auto& d) { d["steps"][0]["service_s"] = 0.001; }),
-            "p.json: at /steps/0/service_s: only prefetch and offload steps have a service time, not compute");
+  EXPECT_EQ(error_of([](auto& d) { d["steps"][4]["service_s"] = 0.001; }),
+            "p.json: at /steps/4/service_s: only compute, prefetch and offload steps have a service time, not free");
   EXPECT_EQ(error_of([](auto& d) { d["steps"][2]["service_s"] = -1; }),
             "p.json: at /steps/2/service_s: expected a number that is not negative, found -1");
   EXPECT_EQ(error_of([](auto& d) { d["extra_ops"][0]["inputs"][0] = 1.5; }),

@@ -124,6 +124,21 @@ TEST_P(UvmOnEngine, OneFourMiBTensorIsTwoFaultBatchesAndFourMiBOfMigration)
   EXPECT_EQ(result.metrics.policy.fault_migrated_bytes, 4 * kMiB);
 }
 
+// uvm_bw_fraction 0.5: the same fault's 4 MiB move at half the 1 GB/s link, 4 MiB / (0.5 x 1 GB/s) = 8.388608 ms;
+// the first copy's service time is the two batches plus the 4.194304 ms the slower path adds:
+// 2 x 0.030 + 8.388608 + 1 = 9.448608 ms. The bytes moved do not change.
+TEST_P(UvmOnEngine, AtHalfTheLinkBandwidthAFaultTakesTwiceItsCopyTime)
+{
+  const Trace trace = hand_trace({0}, {{{0}, {1}}}, {4 * kMiB, {}});
+  const RunResult result = run_and_replay(trace, in_order(trace, 0, {0}, {{"uvm_bw_fraction", 0.5}}));
+  EXPECT_THAT(fetched(result), ElementsAre("x"));
+  EXPECT_EQ(result.metrics.h2d_bytes, 4 * kMiB);
+  EXPECT_NEAR(result.metrics.iteration_time_s, (2 * kBatchMs + 4 * kMiBMs / 0.5 + 1) * kMs, 1e-12);
+  ASSERT_TRUE(result.realized_plan);
+  EXPECT_THAT(service_times(*result.realized_plan),
+              ElementsAre(::testing::DoubleNear((2 * kBatchMs + 4 * kMiBMs) * kMs, 1e-15)));
+}
+
 // Three 640 KiB weights share VA block 1 (units 0-9, 10-19, 20-29; x, 2 MiB, has block 0), all on the host. f0
 // reads a0: its 10 faults (one batch) fill the 16-unit subtree [0, 16) past 51 % (10/16), which is taken whole and
 // brings a1 along; the root [0, 32) then has 16/32 = 50 %: a2 stays. f1 reads a1 (already there, 1 ms); f2 reads
@@ -164,6 +179,24 @@ TEST_P(UvmOnEngine, EvictsTheLeastRecentlyAllocatedVaBlock)
   EXPECT_THAT(fetched(result), ElementsAre("a0"));
   EXPECT_NEAR(result.metrics.iteration_time_s, (4 + 3 * 2 * kMiBMs + kBatchMs) * kMs, 1e-12);
   EXPECT_EQ(result.metrics.peak_device_bytes, 6 * kMiB);
+}
+
+// The same run at uvm_bw_fraction 0.25: the two write-backs and the fault's copy (2 MiB each) take 4 x 2.097152 ms
+// each: 4 + 3 x 8.388608 + 0.030 = 29.195824 ms; a write-back's service time is its 3 x 2.097152 ms extra.
+TEST_P(UvmOnEngine, WriteBacksMoveAtTheBandwidthFractionToo)
+{
+  const Trace trace = hand_trace({2 * kMiB, 2 * kMiB, 2 * kMiB, 0}, {{{0}, {1}}, {{0}, {2}}, {{0}, {3}}, {{0, 1}, {4}}},
+                                 {2 * kMiB, {}});
+  const RunResult result = run_and_replay(trace, in_order(trace, 6 * kMiB, {}, {{"uvm_bw_fraction", 0.25}}));
+  EXPECT_THAT(written_back(result), ElementsAre("a0", "a1"));
+  EXPECT_THAT(fetched(result), ElementsAre("a0"));
+  EXPECT_NEAR(result.metrics.iteration_time_s, (4 + 3 * 2 * kMiBMs / 0.25 + kBatchMs) * kMs, 1e-12);
+  ASSERT_TRUE(result.realized_plan);
+  for (const Step& step : result.realized_plan->steps) {
+    if (step.kind == StepKind::offload) {
+      EXPECT_NEAR(step.service_s, 3 * 2 * kMiBMs * kMs, 1e-15);
+    }
+  }
 }
 
 // A clean block (fetched, not written since) is dropped without a copy. x 2 MiB on the device, w (2 MiB weight)

@@ -22,9 +22,14 @@
 // prefetched during it (no double buffering is needed when nothing has to leave), so below keep-all's largest batch
 // DyNN-Offload trains as PyTorch does after the first iteration's loads. Like the working sets, the test reads the
 // resolved iteration.
-// Not modelled: the resolver from predicted blocks to a predicted graph (working sets come from the resolved
-// iteration), the pilot's inference time; the barrier is per tensor (an op waits for the copies of what it reads,
-// not for the whole migration).
+// With strict_halves each block's buffer is budget / 2 (spec §2.7 item 4): a block's prefetches stop where its
+// predicted set -- what of it is resident or on its way, its outputs and its largest workspace -- would pass budget /
+// 2, so what does not fit comes on demand when an op reads it. Only the cap is modelled: a tensor both blocks use
+// counts in both halves but stays where it is (the D2D copy across the boundary, at HBM bandwidth, has no step kind to
+// run as). pilot_infer_s + map_s (the pilot's inference and the mapping of its output, spec §2.5) pause the compute
+// stream before each iteration's first op, whatever the prediction (the oracle stands for a perfect pilot). Not
+// modelled: the resolver from predicted blocks to a predicted graph (working sets come from the resolved iteration);
+// the barrier is per tensor (an op waits for the copies of what it reads, not for the whole migration).
 #include "memsim/common/error.hpp"
 #include "memsim/common/policy_registry.hpp"
 #include "memsim/planners/dynn/blocks.hpp"
@@ -37,6 +42,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -54,6 +60,9 @@ struct DynnOffloadOptions {
   std::string pilot_model;
   bool memo = true;
   bool single_block_when_fits = false;
+  bool strict_halves = false;
+  double pilot_infer_s = 0;
+  double map_s = 0;
 };
 
 struct PredictedBlock {
@@ -90,6 +99,15 @@ public:
       actions = migrate(block_, TensorSlot{step.device, step.instance, 0}, view, std::nullopt);
     ++ops_launched_;
     return actions;
+  }
+
+  // The pilot's inference and mapping, paid before each iteration's first op starts to compute.
+  double pause_before(const Step& step, const PolicyView& view) override
+  {
+    if (!is_op_step(step))
+      return 0;
+    follow(step, view);
+    return ops_launched_ == 0 ? options_.pilot_infer_s + options_.map_s : 0;
   }
 
   // The block barrier: a block's first op starts once every migration asked for so far is done.
@@ -290,6 +308,8 @@ private:
     std::uint64_t room = capacity > resident + reserve ? capacity - resident - reserve : 0;
     std::set<TensorId> asked; // a tensor in both blocks' sets is brought once
     auto bring = [&](const PredictedBlock& target) {
+      std::uint64_t half_room = options_.strict_halves ? half_left(target, where, view, capacity / 2)
+                                                       : std::numeric_limits<std::uint64_t>::max();
       for (TensorId tensor : target.working) {
         const TensorSlot slot{device, where.instance, tensor};
         const std::uint64_t bytes = view.trace().tensor(tensor).bytes;
@@ -298,9 +318,10 @@ private:
             !view.has_host_copy(where.instance, tensor) || last_access_[static_cast<std::size_t>(tensor)] < current_op_)
           continue;
         const bool is_waited = waited && *waited == slot;
-        if (!is_waited && bytes > room)
+        if (!is_waited && (bytes > room || bytes > half_room))
           continue;
         room -= std::min(room, bytes);
+        half_room -= std::min(half_room, bytes);
         asked.insert(tensor);
         incoming_.insert(slot);
         PolicyAction action = is_waited ? PolicyAction::fetch(slot) : PolicyAction::prefetch(slot);
@@ -314,6 +335,21 @@ private:
     if (block + 1 < blocks_.size())
       bring(blocks_[block + 1]);
     return actions;
+  }
+
+  // strict_halves: what of `half` bytes block `target`'s buffer has left: less its largest workspace, its outputs
+  // (made or to come) and the tensors of its set that are resident or on their way, each while still used.
+  std::uint64_t half_left(const PredictedBlock& target, const TensorSlot& where, const PolicyView& view,
+                          std::uint64_t half) const
+  {
+    std::uint64_t held = target.workspace;
+    for (TensorId tensor : target.working) {
+      const TensorSlot slot{where.space, where.instance, tensor};
+      const bool alive = last_access_[static_cast<std::size_t>(tensor)] >= current_op_;
+      if (alive && (target.produced.count(tensor) || view.resident(slot) || incoming_.count(slot)))
+        held += view.trace().tensor(tensor).bytes;
+    }
+    return half > held ? half - held : 0;
   }
 
   // The blocks of the iteration now starting, by the chosen prediction.
@@ -531,7 +567,16 @@ MEMSIM_REGISTER_POLICY(
            "above this much DP work the partitioner falls back (as dynn-block's)", {.min = 1}),
      param("single_block_when_fits", &DynnOffloadOptions::single_block_when_fits,
            "an iteration whose keep-all peak fits the budget runs as one block: its working set is loaded when it "
-           "starts and nothing leaves while it runs (off: always budget/2 halves, as the authors' runtime)")},
+           "starts and nothing leaves while it runs (off: always budget/2 halves, as the authors' runtime)"),
+     param("strict_halves", &DynnOffloadOptions::strict_halves,
+           "physical halves: a block's prefetches stop where its predicted set, outputs and workspace would pass "
+           "budget/2 (what does not fit comes on demand; the D2D copy of tensors crossing the halves is not "
+           "modelled); off: logical halves, a prefetch may use whatever the budget has left"),
+     param("pilot_infer_s", &DynnOffloadOptions::pilot_infer_s,
+           "seconds of pilot inference paid before each iteration's first op (the paper: 30 us; 0: not charged)",
+           {.min = 0}),
+     param("map_s", &DynnOffloadOptions::map_s,
+           "seconds mapping the pilot's output to blocks, paid with pilot_infer_s (the paper: 12.5 us)", {.min = 0})},
     [](const DynnOffloadOptions& options) {
       std::shared_ptr<const dynn::PilotInference> pilot;
       if (options.prediction == "pilot") {
@@ -543,6 +588,9 @@ MEMSIM_REGISTER_POLICY(
       } else if (!options.pilot_model.empty()) {
         throw InputError("dynn-offload", "pilot_model is given but prediction is not pilot");
       }
+      if (options.strict_halves && options.single_block_when_fits)
+        throw InputError("dynn-offload", "strict_halves and single_block_when_fits exclude each other (one block "
+                                         "over the whole budget has no halves)");
       return std::make_unique<DynnOffload>(options, std::move(pilot));
     });
 

@@ -61,6 +61,8 @@ struct Machine {
 
   // Replaces the bandwidth of every link on the path between gpu `gpu` and the host (experiments' axis).
   void set_host_link_bandwidth(double bytes_per_s);
+  // Bytes/s of the slowest link on the route between GPU `gpu` (an index) and the host: what one copy alone gets.
+  double host_link_bandwidth(std::size_t gpu) const;
 };
 
 Machine load_machine(const std::filesystem::path& path);

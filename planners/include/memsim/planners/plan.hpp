@@ -59,7 +59,8 @@ struct Step {
   std::vector<int> group;      // collectives: the devices of the ring, in ring order
   int iteration = 0;
   // prefetch/offload: a fixed time paid before the bytes flow, on top of the route's latency (a memory policy's
-  // service time: UVM's fault-batch handling); 0 for a plain copy.
+  // service time: UVM's fault-batch handling); compute: a fixed time its stream waits before the op runs (a
+  // policy's CPU-side decision: DyNN-Offload's pilot inference and mapping); 0 for a plain copy or op.
   double service_s = 0;
 };
 

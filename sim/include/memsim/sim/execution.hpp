@@ -29,7 +29,7 @@ struct Work {
   int from = 0;       // transfer: source node
   int to = 0;         // transfer: destination node
   std::uint64_t bytes = 0;
-  double service_s = 0; // transfer: paid before the bytes flow, with the route's latency (Step::service_s)
+  double service_s = 0; // paid before the work: a transfer's with the route's latency, a compute's before it runs
 };
 
 // Instants closer than this are one instant. SimGrid (the reference) completes together every activity whose

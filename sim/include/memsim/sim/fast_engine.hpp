@@ -19,7 +19,7 @@ private:
   struct Activity {
     StepId step = 0;
     double remaining = 0;   // seconds of work or bytes
-    double latency_end = 0; // transfers: the bandwidth phase starts then
+    double latency_end = 0; // the bandwidth (transfer) or compute phase starts then
     bool in_latency = false;
     const std::vector<std::size_t>* resources = nullptr;
     std::size_t compute_resource = 0;

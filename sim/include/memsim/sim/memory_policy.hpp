@@ -19,7 +19,9 @@
 //   rematerialize  recompute the op that produces it (DTR), as a `recompute` step on the waiting step's stream;
 //   prefetch       like fetch, but nothing waits for it (DyNN-Offload's run-time prefetch).
 // A copy may carry a service time (PolicyAction::service_s, the plan step's `service_s`): paid on the copy's stream
-// before its bytes flow, so that the realized plan replays it (UVM's per-batch fault handling).
+// before its bytes flow, so that the realized plan replays it (UVM's per-batch fault handling). A policy may also
+// make a plan step's stream pause before the step (pause_before: CPU-side work the GPU waits for), charged the same
+// way as that step's service time.
 // Actions answering on_allocation_denied / on_missing_tensor make the step that asked wait for them (except
 // prefetch); actions from the step hooks make nothing wait. A policy object serves one run.
 #include "memsim/planners/plan.hpp"
@@ -125,6 +127,10 @@ public:
   // Asked once per plan step, before anything else: true makes it wait until every copy and release the policy asked
   // for so far has finished (DyNN-Offload's block barrier: a block starts once its migration is done).
   virtual bool waits_for_policy(const Step&, const PolicyView&) { return false; }
+  // Asked once per plan step, with waits_for_policy: seconds the step's stream waits once the step may start and
+  // before its work (DyNN-Offload's pilot inference and mapping before an iteration's first op). Only compute,
+  // prefetch and offload steps may pause; the realized plan keeps it as the step's service_s.
+  virtual double pause_before(const Step&, const PolicyView&) { return 0; }
   // No action: the step fails with the usual out-of-memory error.
   virtual std::vector<PolicyAction> on_allocation_denied(const AllocationDemand&, const PolicyView&) { return {}; }
   // No action: the step fails with the usual not-resident error.
