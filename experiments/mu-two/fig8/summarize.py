@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""Tables of μ-TWO's Figures 7, 8 and 9 from memsim's results (experiments/mu-two/fig8/README.md).
+
+Usage: summarize.py RESULTS_CSV LINKS_CSV FUSION_CSV  (fig8 results, the link sweep, fusion-measured/comparison.csv)
+"""
+import csv
+import sys
+
+PLANNERS = ("hfta", "hfta-capuchin", "mu-two")
+
+
+def load(path):
+    cells = {}
+    for row in csv.DictReader(open(path)):
+        if row["planner"] in PLANNERS:
+            key = (row["base_workload"], int(row["models"]), row["planner"], float(row["bandwidth_bytes_per_s"]))
+            cells[key] = row
+    return cells
+
+
+def seconds(row):
+    return float(row["steady_iteration_time_s"] or row["iteration_time_s"]) if row["feasible"] == "true" else None
+
+
+def fusion_gains(path):
+    gains = {}
+    for row in csv.DictReader(open(path)):
+        gains[(row["workload"], int(row["models"]))] = float(row["efficiency_gain"])
+    return gains
+
+
+def fmt(value, digits=4):
+    return "infeasible" if value is None else f"{value:.{digits}f}"
+
+
+def ratio(baseline, value):
+    return "" if baseline is None or value is None else f"{baseline / value:.3f}"
+
+
+def workloads(cells):
+    return sorted({key[0] for key in cells}, key=lambda w: (w.split("-")[0], int(w.split("-b")[-1])))
+
+
+def fig8(cells, gains, link):
+    print("| workload | N | hfta | hfta (s) | hfta-capuchin (s) | mu-two | mu-two (s) | speedup over hfta: "
+          "capuchin / mu-two | fusion gain t_k/(k·t_1) at mu-two's largest k |")
+    print("| --- | ---: | --- | ---: | ---: | --- | ---: | --- | ---: |")
+    for workload in workloads(cells):
+        for n in sorted({key[1] for key in cells if key[0] == workload}):
+            row = {p: cells.get((workload, n, p, link)) for p in PLANNERS}
+            if any(r is None for r in row.values()):
+                continue
+            hfta, capuchin, mu_two = (seconds(row[p]) for p in PLANNERS)
+            largest = max(int(k) for k in row["mu-two"]["partition"].split("+")) if mu_two else None
+            gain = gains.get((workload, largest))
+            print(f"| {workload} | {n} | {row['hfta']['partition']} | {fmt(hfta)} | {fmt(capuchin)} | "
+                  f"{row['mu-two']['partition']} | {fmt(mu_two)} | {ratio(hfta, capuchin) or '–'} / "
+                  f"{ratio(hfta, mu_two) or '–'} | {'' if gain is None else f'{gain:.3f}'} |")
+
+
+def fig7(cells, link):
+    print("| workload | N | hfta GPU h | hfta-capuchin GPU h | mu-two GPU h | mu-two saves (h) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for workload in workloads(cells):
+        for n in sorted({key[1] for key in cells if key[0] == workload}):
+            hours = [cells.get((workload, n, p, link)) for p in PLANNERS]
+            if any(r is None for r in hours) or n == 1:
+                continue
+            values = [float(r["gpu_hours_10k"]) if r["feasible"] == "true" else None for r in hours]
+            saved = "" if values[0] is None or values[2] is None else f"{values[0] - values[2]:.2f}"
+            print(f"| {workload} | {n} | {fmt(values[0], 2)} | {fmt(values[1], 2)} | {fmt(values[2], 2)} | {saved} |")
+
+
+def fig9(cells, link):
+    print("| workload | N | excess peak (keep-all of N fused / 40 GiB) | recompute fraction: capuchin / mu-two | "
+          "swap overlap fraction: capuchin / mu-two | mu-two partition |")
+    print("| --- | ---: | ---: | --- | --- | --- |")
+    for workload in workloads(cells):
+        for n in sorted({key[1] for key in cells if key[0] == workload}):
+            capuchin = cells.get((workload, n, "hfta-capuchin", link))
+            mu_two = cells.get((workload, n, "mu-two", link))
+            if capuchin is None or mu_two is None or float(mu_two["excess_peak_ratio"]) <= 1:
+                continue
+
+            def pair(column):
+                return " / ".join(f"{float(r[column]):.3f}" if r["feasible"] == "true" else "–"
+                                  for r in (capuchin, mu_two))
+            print(f"| {workload} | {n} | {float(mu_two['excess_peak_ratio']):.2f} | {pair('recompute_fraction')} | "
+                  f"{pair('swap_overlap_fraction')} | {mu_two['partition']} |")
+
+
+def links(cells, baseline):
+    speeds = sorted({key[3] for key in cells})
+    print("| workload | N | planner | " + " | ".join(f"{s / 1e9:.0f} GB/s (s)" for s in speeds) +
+          " | speedup over hfta at " + " / ".join(f"{s / 1e9:.0f}" for s in speeds) + " |")
+    print("| --- | ---: | --- |" + " ---: |" * len(speeds) + " --- |")
+    for workload in workloads(cells):
+        for n in sorted({key[1] for key in cells if key[0] == workload}):
+            hfta = baseline.get((workload, n, "hfta", 24e9))
+            for planner in ("hfta-capuchin", "mu-two"):
+                rows = [cells.get((workload, n, planner, s)) for s in speeds]
+                if any(r is None for r in rows):
+                    continue
+                times = [seconds(r) for r in rows]
+                label = " ".join(r["partition"] or "–" for r in rows) if planner == "mu-two" else ""
+                print(f"| {workload} | {n} | {planner} {label} | " + " | ".join(fmt(t) for t in times) + " | " +
+                      " / ".join(ratio(seconds(hfta), t) or "–" for t in times) + " |")
+
+
+def main():
+    cells = load(sys.argv[1])
+    link_cells = load(sys.argv[2])
+    gains = fusion_gains(sys.argv[3])
+    print("## Figure 8 (24 GB/s)\n")
+    fig8(cells, gains, 24e9)
+    print("\n## Figure 7: GPU hours for 10,000 iterations (24 GB/s)\n")
+    fig7(cells, 24e9)
+    print("\n## Figure 9 (24 GB/s, N whose N-fused keep-all exceeds the GPU)\n")
+    fig9(cells, 24e9)
+    print("\n## Host link sweep\n")
+    links(link_cells, cells)
+
+
+if __name__ == "__main__":
+    main()
