@@ -7,6 +7,7 @@
 #include "default_schedule.hpp"
 #include "fused_extras.hpp"
 #include "fused_models_param.hpp"
+#include "mu_two/partitions.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
@@ -16,7 +17,6 @@
 #include "memsim/sim/trace_analysis.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -68,8 +68,6 @@ std::vector<int> partition(int models, int largest, const std::string& rule)
     sizes.push_back(models % largest);
   return sizes;
 }
-
-std::string partition_text(const std::vector<int>& sizes) { return fmt::format("{}", fmt::join(sizes, "+")); }
 
 // One fused size's ops and tensors, appended to the plan's extras with their ids moved after the trace's and the
 // blocks before it; `op_base` maps the fused trace's op ids to the plan's.
@@ -137,7 +135,7 @@ Plan plan_hfta(const Trace& trace, const Machine& machine, const PlanRequest& re
   }
   plan.estimate.iteration_time_s = estimate;
   plan.estimate.peak_bytes = peak;
-  plan.params["partition"] = partition_text(sizes);
+  plan.params["partition"] = planning::mu_two::partition_text(sizes);
   plan.params["largest_fused"] = largest;
   // Each subset is one instance that trains several models: the core's default (samples x instances) would count
   // subsets, not models.
