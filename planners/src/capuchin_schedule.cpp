@@ -63,6 +63,14 @@ std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const st
                                          const std::vector<MovedTensor>& moved, const SwapTimeline& timeline,
                                          OffloadRelease release, std::uint64_t& peak)
 {
+  return replay_memory(analysis, sequence, generation_ends(analysis, sequence), moved, timeline, release, peak);
+}
+
+std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence,
+                                         const std::vector<std::vector<TensorId>>& ends,
+                                         const std::vector<MovedTensor>& moved, const SwapTimeline& timeline,
+                                         OffloadRelease release, std::uint64_t& peak)
+{
   const std::size_t entries = sequence.size();
   std::vector<std::vector<TensorId>> release_after(entries), bring_after(entries);
   std::vector<std::size_t> by_prefetch(moved.size());
@@ -78,7 +86,6 @@ std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const st
     release_after[at].push_back(moved[i].tensor);
     bring_after[moved[i].trigger].push_back(moved[i].tensor);
   }
-  const std::vector<std::vector<TensorId>> ends = generation_ends(analysis, sequence);
   MemoryCursor cursor(analysis.trace(), analysis.resident_tensors());
   std::vector<std::uint64_t> memory;
   memory.reserve(entries);
@@ -110,9 +117,10 @@ struct Layout {
 class Scheduler {
 public:
   Scheduler(const Trace& trace, const Machine& machine, const CapuchinOptions& options)
-      : trace_(trace), machine_(machine), options_(options), analysis_(trace), stats_(graph_stats(analysis_, machine)),
-        op_time_(stats_.op_time), inactive_s_(stats_.inactive_s), read_by_backward_(stats_.read_by_backward),
-        dropped_(trace.ops.size(), false), swapped_(trace.tensors.size(), false), rejected_(trace.tensors.size(), false)
+      : trace_(trace), machine_(machine), options_(options), analysis_(trace),
+        stats_(graph_stats(analysis_, machine, options.idle_metric)), op_time_(stats_.op_time),
+        inactive_s_(stats_.inactive_s), read_by_backward_(stats_.read_by_backward), dropped_(trace.ops.size(), false),
+        swapped_(trace.tensors.size(), false), rejected_(trace.tensors.size(), false)
   {
     const std::string gpu = machine.gpus.at(0).name;
     d2h_ = host_link(machine, gpu, kHostNodeName);

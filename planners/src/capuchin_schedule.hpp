@@ -9,6 +9,7 @@
 // retained tensors and weights, counted once per regeneration: Alg. E/F), takes the cheaper (a tie recomputes), and
 // stops when the emitted plan runs within the budget on the fast engine.
 #include "async_account.hpp"
+#include "swap_recompute_stats.hpp"
 
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/plan.hpp"
@@ -28,6 +29,7 @@ struct CapuchinOptions {
   const char* planner = "";
   std::uint64_t budget_bytes = 0;
   OffloadRelease offload_release = OffloadRelease::safe;
+  IdleMetric idle_metric = IdleMetric::inactive;
 };
 
 enum class Decision { swap, recompute };
@@ -64,6 +66,12 @@ SwapTimeline list_schedule(const std::vector<double>& entry_time, const std::vec
 // last forward use (paper) or once the entry running when their D2H ends (by `timeline`) has finished (safe), and
 // come back after their trigger entry. `peak` receives the cursor's peak.
 std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence,
+                                         const std::vector<MovedTensor>& moved, const SwapTimeline& timeline,
+                                         OffloadRelease release, std::uint64_t& peak);
+// The same with the sequence's generation_ends (sequence.hpp) already at hand, for callers that replay one sequence
+// under many sets of moved tensors.
+std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence,
+                                         const std::vector<std::vector<TensorId>>& ends,
                                          const std::vector<MovedTensor>& moved, const SwapTimeline& timeline,
                                          OffloadRelease release, std::uint64_t& peak);
 

@@ -3,6 +3,8 @@
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/cost_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -30,7 +32,18 @@ HostLink host_link(const Machine& machine, const std::string& from, const std::s
   return link;
 }
 
-GraphStats graph_stats(const TraceAnalysis& analysis, const Machine& machine)
+IdleMetric idle_metric_from(const std::string& name)
+{
+  if (name == "inactive")
+    return IdleMetric::inactive;
+  if (name == "produced")
+    return IdleMetric::produced;
+  if (name == "free_time")
+    return IdleMetric::free_time;
+  throw InputError("idle_metric", fmt::format("unknown idle metric '{}' (inactive, produced or free_time)", name));
+}
+
+GraphStats graph_stats(const TraceAnalysis& analysis, const Machine& machine, IdleMetric metric)
 {
   const Trace& trace = analysis.trace();
   GraphStats stats;
@@ -46,6 +59,8 @@ GraphStats graph_stats(const TraceAnalysis& analysis, const Machine& machine)
   for (std::size_t i = 0; i < trace.ops.size(); ++i)
     before[i + 1] = before[i] + stats.op_time[i];
   stats.inactive_s.assign(trace.tensors.size(), 0);
+  const std::string gpu = machine.gpus.at(0).name;
+  const HostLink d2h = host_link(machine, gpu, kHostNodeName), h2d = host_link(machine, kHostNodeName, gpu);
   for (const Tensor& tensor : trace.tensors) {
     const auto producer = analysis.producer(tensor.id);
     if (!producer)
@@ -58,9 +73,13 @@ GraphStats graph_stats(const TraceAnalysis& analysis, const Machine& machine)
       else if (!first_backward)
         first_backward = reader;
     }
-    if (first_backward)
-      stats.inactive_s[static_cast<std::size_t>(tensor.id)] =
-          before[static_cast<std::size_t>(*first_backward)] - before[static_cast<std::size_t>(last_forward) + 1];
+    if (!first_backward)
+      continue;
+    const OpId idle_from = metric == IdleMetric::produced ? *producer : last_forward;
+    double idle = before[static_cast<std::size_t>(*first_backward)] - before[static_cast<std::size_t>(idle_from) + 1];
+    if (metric == IdleMetric::free_time)
+      idle -= d2h.time(tensor.bytes) + h2d.time(tensor.bytes);
+    stats.inactive_s[static_cast<std::size_t>(tensor.id)] = idle;
   }
   return stats;
 }

@@ -21,13 +21,20 @@ HostLink host_link(const Machine& machine, const std::string& from, const std::s
 
 inline bool forward_like(Phase phase) { return phase == Phase::forward || phase == Phase::loss; }
 
+// How long a tensor is idle, the swap candidate's key (A11: the paper defines it three ways).
+enum class IdleMetric {
+  inactive,  // end of its last forward access to the start of its first backward access (§4.1, Table B; default)
+  produced,  // end of its producer to the start of its first backward access (§1's "from when they are produced")
+  free_time, // inactive minus its D2H and H2D times (Capuchin's free time, as the authors' code ranks)
+};
+IdleMetric idle_metric_from(const std::string& name); // "inactive", "produced" or "free_time"
+
 struct GraphStats {
   std::vector<double> op_time;        // by op: the cost model's time on GPU 0
   std::vector<bool> read_by_backward; // by tensor
-  std::vector<double> inactive_s;     // by tensor: end of its last forward access to the start of its first
-                                      // backward access in the graph's FW;BW order (Table B, A11's default)
+  std::vector<double> inactive_s;     // by tensor: its idle time under the metric, in the graph's FW;BW order
 };
-GraphStats graph_stats(const TraceAnalysis& analysis, const Machine& machine);
+GraphStats graph_stats(const TraceAnalysis& analysis, const Machine& machine, IdleMetric metric = IdleMetric::inactive);
 
 // A recomputation's subgraph (§6.3): from the producer back to retained tensors (sources) and initially resident
 // ones (primals); other forward tensors are temporaries whose producers join it.

@@ -1,6 +1,7 @@
 #include "ring_schedule.hpp"
 
 #include "../recompute_on_demand.hpp"
+#include "../sequence.hpp"
 #include "../swap_recompute_stats.hpp"
 
 #include "memsim/common/error.hpp"
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -19,8 +21,9 @@
 namespace memsim::planning::mu_two {
 namespace {
 
-constexpr int kProbeCopy = 0;      // decisions are reasoned about on every sub-array's first iteration (cycle 0)
-constexpr int kScheduleCycles = 2; // cycle 0 sees the steady state: the prologue plays the previous cycle's part
+constexpr int kProbeCopy = 0;             // decisions are reasoned about on every sub-array's first iteration (cycle 0)
+constexpr int kScheduleCycles = 2;        // cycle 0 sees the steady state: the prologue plays the previous cycle's part
+constexpr std::size_t kCachedLayouts = 8; // bisection probes come and go; the current placement is rebuilt at once
 
 // An entry of the unrolled sequence named relative to a swapped tensor's iteration.
 struct PromptRef {
@@ -36,18 +39,25 @@ struct SwapChoice {
   std::optional<PromptRef> prompt; // none: right before its first backward use
 };
 
-// The unrolled ring under a set of decisions: its sequence, positions, moved tensors and memory.
-struct View {
-  std::unique_ptr<RingTrace> ring;
-  std::unique_ptr<TraceAnalysis> analysis;
+// What a placement and the recompute decisions fix: the unrolled ring, its sequence and positions. Swaps only add
+// transfers on top, so one layout serves every probe that shares its placement (planning time at large N).
+struct Layout {
+  RingTrace ring;
+  std::unique_ptr<TraceAnalysis> analysis; // of ring.trace; a Layout is never moved once built
   std::vector<SequenceEntry> sequence;
   std::vector<int> cycle_of; // per position: the cycle it runs in (the prologue is cycle 0)
   std::vector<int> graph_of; // per position: its merged graph (RingTrace::op_graph)
   std::vector<bool> in_prologue;
   std::vector<std::int64_t> last_forward_use, first_backward_use, produced_at, last_use; // per tensor, -1: none
   std::map<std::pair<OpId, bool>, std::size_t> position_of;                              // first position of an entry
-  std::vector<MovedTensor> moved;
   std::vector<double> times;
+  std::vector<std::vector<TensorId>> ends; // generation_ends of the sequence, for replay_memory
+};
+
+// The unrolled ring under a set of decisions: its layout, moved tensors, estimated timeline and memory.
+struct View {
+  std::shared_ptr<const Layout> base;
+  std::vector<MovedTensor> moved;
   std::vector<std::uint64_t> memory;
   std::uint64_t peak = 0;
   SwapTimeline timeline;
@@ -56,11 +66,11 @@ struct View {
   double cycle_time(int cycle) const
   {
     double before = 0, end = 0;
-    for (std::size_t p = 0; p < sequence.size(); ++p) {
-      const bool earlier = cycle_of[p] < cycle || (cycle == 0 && in_prologue[p]);
+    for (std::size_t p = 0; p < base->sequence.size(); ++p) {
+      const bool earlier = base->cycle_of[p] < cycle || (cycle == 0 && base->in_prologue[p]);
       if (earlier)
         before = std::max(before, timeline.end[p]);
-      else if (cycle_of[p] == cycle)
+      else if (base->cycle_of[p] == cycle)
         end = std::max(end, timeline.end[p]);
     }
     return end - before;
@@ -72,9 +82,22 @@ public:
   RingScheduler(const std::vector<const Trace*>& graphs, const Machine& machine, const RingOptions& options)
       : graphs_(graphs), machine_(machine), options_(options)
   {
+    // Probe layouts are built from copies without names and shapes, which nothing but the emitted ring needs: the
+    // scheduler builds thousands of them at large N, and their strings were most of the time.
+    for (const Trace* graph : graphs) {
+      Trace& bare = bare_graphs_.emplace_back(*graph);
+      for (Op& op : bare.ops)
+        op.name.clear();
+      for (Tensor& tensor : bare.tensors) {
+        tensor.name.clear();
+        tensor.shape.clear();
+      }
+    }
+    for (const Trace& bare : bare_graphs_)
+      bare_graph_ptrs_.push_back(&bare);
     for (const Trace* graph : graphs) {
       analyses_.push_back(std::make_unique<TraceAnalysis>(*graph));
-      stats_.push_back(graph_stats(*analyses_.back(), machine));
+      stats_.push_back(graph_stats(*analyses_.back(), machine, options.idle_metric));
       halves_.push_back(halves(*graph));
       dropped_.emplace_back(graph->ops.size(), false);
       swapped_.emplace_back(graph->tensors.size(), false);
@@ -111,72 +134,89 @@ private:
   const Trace& graph(int j) const { return *graphs_[static_cast<std::size_t>(j)]; }
   int sub_arrays() const { return static_cast<int>(graphs_.size()); }
 
-  View make_view(const Placement& placement, int cycles, const std::vector<SwapChoice>& swaps) const
+  std::shared_ptr<const Layout> layout(const Placement& placement, int cycles) const
   {
-    View view;
-    view.ring = std::make_unique<RingTrace>(build_ring_trace(graphs_, cycles, placement));
-    const RingTrace& ring = *view.ring;
+    const auto key = std::make_pair(cycles, placement);
+    if (const auto found = layouts_.find(key); found != layouts_.end())
+      return found->second;
+    auto built = std::make_shared<Layout>();
+    built->ring = build_ring_trace(bare_graph_ptrs_, cycles, placement, RingNames::none);
+    const RingTrace& ring = built->ring;
     const Trace& trace = ring.trace;
-    view.analysis = std::make_unique<TraceAnalysis>(trace);
+    built->analysis = std::make_unique<TraceAnalysis>(trace);
     std::vector<bool> dropped(trace.ops.size(), false);
     for (std::size_t op = 0; op < trace.ops.size(); ++op) {
       const Origin& origin = ring.op_origin[op];
       dropped[op] = dropped_[static_cast<std::size_t>(origin.sub_array)][origin.id];
     }
-    view.sequence = recompute_on_demand(*view.analysis, dropped, RecomputeMode::lineage);
-    const std::size_t entries = view.sequence.size();
-    view.cycle_of.assign(entries, 0);
-    view.graph_of.assign(entries, -1);
-    view.in_prologue.assign(entries, false);
+    built->sequence = recompute_on_demand(*built->analysis, dropped, RecomputeMode::lineage);
+    const std::size_t entries = built->sequence.size();
+    built->cycle_of.assign(entries, 0);
+    built->graph_of.assign(entries, -1);
+    built->in_prologue.assign(entries, false);
     int next_cycle = cycles - 1, next_graph = -1;
     bool next_prologue = false;
     for (std::size_t p = entries; p-- > 0;) { // a recompute belongs to the backward op after it
-      const SequenceEntry& entry = view.sequence[p];
+      const SequenceEntry& entry = built->sequence[p];
       if (!entry.recompute) {
         next_cycle = trace.op(entry.op).iteration;
         next_graph = ring.op_graph[static_cast<std::size_t>(entry.op)];
         next_prologue = static_cast<std::size_t>(entry.op) < ring.prologue_ops;
       }
-      view.cycle_of[p] = next_cycle;
-      view.graph_of[p] = next_graph;
-      view.in_prologue[p] = next_prologue;
+      built->cycle_of[p] = next_cycle;
+      built->graph_of[p] = next_graph;
+      built->in_prologue[p] = next_prologue;
     }
     const std::size_t tensors = trace.tensors.size();
-    view.last_forward_use.assign(tensors, -1);
-    view.first_backward_use.assign(tensors, -1);
-    view.produced_at.assign(tensors, -1);
-    view.last_use.assign(tensors, -1);
-    view.times.reserve(entries);
+    built->last_forward_use.assign(tensors, -1);
+    built->first_backward_use.assign(tensors, -1);
+    built->produced_at.assign(tensors, -1);
+    built->last_use.assign(tensors, -1);
+    built->times.reserve(entries);
     for (std::size_t p = 0; p < entries; ++p) {
-      const SequenceEntry& entry = view.sequence[p];
+      const SequenceEntry& entry = built->sequence[p];
       const Op& op = trace.op(entry.op);
       const Origin& origin = ring.op_origin[static_cast<std::size_t>(entry.op)];
-      view.times.push_back(stats_[static_cast<std::size_t>(origin.sub_array)].op_time[origin.id]);
-      view.position_of.emplace(std::make_pair(entry.op, entry.recompute), p);
+      built->times.push_back(stats_[static_cast<std::size_t>(origin.sub_array)].op_time[origin.id]);
+      built->position_of.emplace(std::make_pair(entry.op, entry.recompute), p);
       const auto at = static_cast<std::int64_t>(p);
       for (TensorId id : op.inputs)
-        view.last_use[static_cast<std::size_t>(id)] = at;
+        built->last_use[static_cast<std::size_t>(id)] = at;
       if (!entry.recompute && forward_like(op.phase)) {
         for (TensorId id : op.outputs) {
-          view.last_forward_use[static_cast<std::size_t>(id)] = at;
-          view.produced_at[static_cast<std::size_t>(id)] = at;
+          built->last_forward_use[static_cast<std::size_t>(id)] = at;
+          built->produced_at[static_cast<std::size_t>(id)] = at;
         }
         for (TensorId id : op.inputs)
-          view.last_forward_use[static_cast<std::size_t>(id)] = at;
+          built->last_forward_use[static_cast<std::size_t>(id)] = at;
       } else {
         for (TensorId id : op.inputs)
-          if (view.first_backward_use[static_cast<std::size_t>(id)] < 0)
-            view.first_backward_use[static_cast<std::size_t>(id)] = at;
+          if (built->first_backward_use[static_cast<std::size_t>(id)] < 0)
+            built->first_backward_use[static_cast<std::size_t>(id)] = at;
       }
     }
+    built->ends = generation_ends(*built->analysis, built->sequence);
+    if (layouts_.size() >= kCachedLayouts)
+      layouts_.clear();
+    layouts_.emplace(key, built);
+    return built;
+  }
+
+  View make_view(const Placement& placement, int cycles, const std::vector<SwapChoice>& swaps) const
+  {
+    View view;
+    view.base = layout(placement, cycles);
+    const Layout& base = *view.base;
+    const Trace& trace = base.ring.trace;
     for (const SwapChoice& swap : swaps)
       for (int copy = 0; copy <= cycles; ++copy) {
-        const TensorId id = ring.tensor_copy[static_cast<std::size_t>(swap.sub_array)]
-                                            [static_cast<std::size_t>(swap.tensor)][static_cast<std::size_t>(copy)];
+        const TensorId id =
+            base.ring.tensor_copy[static_cast<std::size_t>(swap.sub_array)][static_cast<std::size_t>(swap.tensor)]
+                                 [static_cast<std::size_t>(copy)];
         if (id < 0)
           continue;
-        const std::int64_t last_forward = view.last_forward_use[static_cast<std::size_t>(id)];
-        const std::int64_t first_backward = view.first_backward_use[static_cast<std::size_t>(id)];
+        const std::int64_t last_forward = base.last_forward_use[static_cast<std::size_t>(id)];
+        const std::int64_t first_backward = base.first_backward_use[static_cast<std::size_t>(id)];
         if (last_forward < 0 || first_backward <= last_forward)
           continue;
         std::int64_t prompt = first_backward;
@@ -192,35 +232,35 @@ private:
       d2h.push_back(d2h_.time(trace.tensor(moved.tensor).bytes));
       h2d.push_back(h2d_.time(trace.tensor(moved.tensor).bytes));
     }
-    view.timeline = list_schedule(view.times, view.moved, d2h, h2d);
-    view.memory =
-        replay_memory(*view.analysis, view.sequence, view.moved, view.timeline, options_.offload_release, view.peak);
+    view.timeline = list_schedule(base.times, view.moved, d2h, h2d);
+    view.memory = replay_memory(*base.analysis, base.sequence, base.ends, view.moved, view.timeline,
+                                options_.offload_release, view.peak);
     return view;
   }
 
   std::optional<std::size_t> position(const View& view, const PromptRef& prompt, int copy) const
   {
     const int target = copy + prompt.copy_delta;
-    if (target < 0 || target > view.ring->cycles)
+    if (target < 0 || target > view.base->ring.cycles)
       return std::nullopt;
-    const OpId op = view.ring->op_copy[static_cast<std::size_t>(prompt.sub_array)][static_cast<std::size_t>(prompt.op)]
-                                      [static_cast<std::size_t>(target)];
+    const OpId op = view.base->ring.op_copy[static_cast<std::size_t>(prompt.sub_array)]
+                                           [static_cast<std::size_t>(prompt.op)][static_cast<std::size_t>(target)];
     if (op < 0)
       return std::nullopt;
-    const auto found = view.position_of.find({op, prompt.recompute});
-    return found == view.position_of.end() ? std::nullopt : std::optional<std::size_t>(found->second);
+    const auto found = view.base->position_of.find({op, prompt.recompute});
+    return found == view.base->position_of.end() ? std::nullopt : std::optional<std::size_t>(found->second);
   }
 
   PromptRef prompt_at(const View& view, std::size_t position, int copy) const
   {
-    const SequenceEntry& entry = view.sequence[position];
-    const Origin& origin = view.ring->op_origin[static_cast<std::size_t>(entry.op)];
+    const SequenceEntry& entry = view.base->sequence[position];
+    const Origin& origin = view.base->ring.op_origin[static_cast<std::size_t>(entry.op)];
     return {origin.sub_array, static_cast<OpId>(origin.id), entry.recompute, origin.copy - copy};
   }
 
   TensorId probe_copy(const View& view, int j, TensorId tensor) const
   {
-    return view.ring->tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor)][kProbeCopy];
+    return view.base->ring.tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor)][kProbeCopy];
   }
 
   bool undecided(int j, const Tensor& tensor) const
@@ -247,12 +287,13 @@ private:
           continue;
         all.emplace_back(j, tensor.id);
         for (int copy = 0; copy < kScheduleCycles; ++copy) {
-          const TensorId id = view.ring->tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor.id)]
-                                                    [static_cast<std::size_t>(copy)];
-          if (id < 0 || view.produced_at[static_cast<std::size_t>(id)] < 0)
+          const TensorId id =
+              view.base->ring.tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor.id)]
+                                         [static_cast<std::size_t>(copy)];
+          if (id < 0 || view.base->produced_at[static_cast<std::size_t>(id)] < 0)
             continue;
-          const auto first = static_cast<std::size_t>(view.produced_at[static_cast<std::size_t>(id)]);
-          const auto last = static_cast<std::size_t>(view.last_use[static_cast<std::size_t>(id)]);
+          const auto first = static_cast<std::size_t>(view.base->produced_at[static_cast<std::size_t>(id)]);
+          const auto last = static_cast<std::size_t>(view.base->last_use[static_cast<std::size_t>(id)]);
           if (over_before[last + 1] > over_before[first]) {
             live.emplace_back(j, tensor.id);
             break;
@@ -317,10 +358,10 @@ private:
     const double before_s = view.cycle_time(kProbeCopy);
     const TensorId id = probe_copy(view, j, tensor);
     const std::uint64_t bytes = graph(j).tensor(tensor).bytes;
-    const auto b = static_cast<std::size_t>(view.first_backward_use[static_cast<std::size_t>(id)]);
+    const auto b = static_cast<std::size_t>(view.base->first_backward_use[static_cast<std::size_t>(id)]);
     double hide_s = h2d_.time(bytes);
-    for (std::size_t p = b; p > 0 && view.sequence[p - 1].recompute; --p)
-      hide_s -= view.times[p - 1];
+    for (std::size_t p = b; p > 0 && view.base->sequence[p - 1].recompute; --p)
+      hide_s -= view.base->times[p - 1];
     const std::optional<std::size_t> last_prompt =
         last_prompt_ ? position(view, *last_prompt_, kProbeCopy) : std::nullopt;
     auto stall_with = [&](const Placement& placement, std::optional<PromptRef> prompt) {
@@ -335,10 +376,10 @@ private:
     }
     // The backward op of sub-array j at or after b (b may be a recompute entry that reads the tensor).
     std::size_t k = 0;
-    for (std::size_t p = b; p < view.sequence.size(); ++p) {
-      const Origin& origin = view.ring->op_origin[static_cast<std::size_t>(view.sequence[p].op)];
+    for (std::size_t p = b; p < view.base->sequence.size(); ++p) {
+      const Origin& origin = view.base->ring.op_origin[static_cast<std::size_t>(view.base->sequence[p].op)];
       const std::int64_t index = backward_index_[static_cast<std::size_t>(j)][origin.id];
-      if (!view.sequence[p].recompute && origin.sub_array == j && index >= 0) {
+      if (!view.base->sequence[p].recompute && origin.sub_array == j && index >= 0) {
         k = static_cast<std::size_t>(index);
         break;
       }
@@ -356,7 +397,7 @@ private:
       View candidate = make_view(raised(j, k, count), kScheduleCycles, with_swap(j, tensor, first_moved));
       const std::optional<std::size_t> from = position(candidate, first_moved, kProbeCopy);
       const TensorId moved_id = probe_copy(candidate, j, tensor);
-      const auto to = static_cast<std::size_t>(candidate.first_backward_use[static_cast<std::size_t>(moved_id)]);
+      const auto to = static_cast<std::size_t>(candidate.base->first_backward_use[static_cast<std::size_t>(moved_id)]);
       if (from && memory_safe(candidate, *from, to, std::max(view.peak, options_.budget_bytes)))
         return candidate;
       return std::nullopt;
@@ -388,17 +429,18 @@ private:
     // The backward scan: issue the prefetch earlier, over the merged graph's entries before the window (no further
     // back than the graph's first entry), while every position keeps room for the tensor.
     const TensorId moved_id = probe_copy(layout, j, tensor);
-    const auto deadline = static_cast<std::size_t>(layout.first_backward_use[static_cast<std::size_t>(moved_id)]);
+    const auto deadline = static_cast<std::size_t>(layout.base->first_backward_use[static_cast<std::size_t>(moved_id)]);
     std::size_t floor = deadline;
-    while (floor > 0 && layout.graph_of[floor - 1] == layout.graph_of[deadline])
+    while (floor > 0 && layout.base->graph_of[floor - 1] == layout.base->graph_of[deadline])
       --floor;
-    floor = std::max(floor, static_cast<std::size_t>(layout.last_forward_use[static_cast<std::size_t>(moved_id)]) + 1);
+    floor = std::max(floor,
+                     static_cast<std::size_t>(layout.base->last_forward_use[static_cast<std::size_t>(moved_id)]) + 1);
     std::size_t start = deadline;
     if (option.multiplexed > 0)
       start = position(layout, first_moved, kProbeCopy).value_or(deadline);
     double remaining = hide_s;
     for (std::size_t p = start; p < deadline; ++p)
-      remaining -= layout.times[p];
+      remaining -= layout.base->times[p];
     std::size_t prompt = start;
     bool scanned = false;
     while (remaining > 0 && prompt > floor) {
@@ -407,7 +449,7 @@ private:
         break;
       }
       const std::size_t q = prompt - 1;
-      remaining -= layout.times[q];
+      remaining -= layout.base->times[q];
       prompt = q;
       scanned = true;
     }
@@ -482,6 +524,7 @@ private:
         if (stats_[r_index].read_by_backward[static_cast<std::size_t>(out)])
           result.recomputed_bytes += graph(r->first).tensor(out).bytes;
     }
+    layouts_.clear(); // the layouts' sequences hold the old recompute decisions
     result.decisions.push_back({r->first, r->second, Decision::recompute, r_total, "", 0});
   }
 
@@ -501,7 +544,7 @@ private:
     emission.planner = options_.planner;
     emission.budget_bytes = options_.budget_bytes;
     try {
-      emit_with_swaps(*view.analysis, view.sequence, view.moved, emission, plan);
+      emit_with_swaps(*view.base->analysis, view.base->sequence, view.moved, emission, plan);
     } catch (const Infeasible&) {
       return false;
     }
@@ -510,12 +553,17 @@ private:
     int cycle = 0;
     for (Step& step : plan.steps) {
       if (step.kind == StepKind::compute || step.kind == StepKind::recompute)
-        cycle = view.cycle_of[std::min(position++, view.cycle_of.size() - 1)];
+        cycle = view.base->cycle_of[std::min(position++, view.base->cycle_of.size() - 1)];
       step.iteration = cycle;
     }
     SimOptions simulation;
     simulation.record_timeline = false;
-    const RunResult run = simulate_fast(view.ring->trace, machine_, plan, simulation);
+    // The same ring with its names and shapes: the builder assigns ids in the same order either way.
+    RingTrace ring = build_ring_trace(graphs_, options_.cycles, placement_);
+    if (ring.trace.ops.size() != view.base->ring.trace.ops.size() ||
+        ring.trace.tensors.size() != view.base->ring.trace.tensors.size())
+      throw std::logic_error("mu-two: the named ring differs from the probed one");
+    const RunResult run = simulate_fast(ring.trace, machine_, plan, simulation);
     if (run.error || !run.metrics.feasible || run.metrics.peak_device_bytes > options_.budget_bytes)
       return false;
     double steady = 0;
@@ -527,11 +575,13 @@ private:
     plan.estimate.peak_bytes = run.metrics.peak_device_bytes;
     plan.estimate.iteration_time_s = result.estimate_s;
     result.plan = std::move(plan);
-    result.ring = std::move(*view.ring);
+    result.ring = std::move(ring);
     return true;
   }
 
   const std::vector<const Trace*>& graphs_;
+  std::deque<Trace> bare_graphs_; // graphs_ without names and shapes (stable addresses)
+  std::vector<const Trace*> bare_graph_ptrs_;
   const Machine& machine_;
   RingOptions options_;
   std::vector<std::unique_ptr<TraceAnalysis>> analyses_;
@@ -543,6 +593,7 @@ private:
   std::vector<SwapChoice> swaps_;
   Placement placement_;
   std::optional<PromptRef> last_prompt_;
+  mutable std::map<std::pair<int, Placement>, std::shared_ptr<const Layout>> layouts_; // per (cycles, placement)
   bool reached_peak_ = false;
 };
 

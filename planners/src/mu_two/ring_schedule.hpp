@@ -28,6 +28,7 @@ struct RingOptions {
   const char* planner = "mu-two";
   std::uint64_t budget_bytes = 0;
   OffloadRelease offload_release = OffloadRelease::safe;
+  IdleMetric idle_metric = IdleMetric::inactive;
   int cycles = 3;        // emitted cycles; the steady iteration is their mean from the second on
   bool multiplex = true; // false: FW_{j+1} always runs after BW_j
 };

@@ -25,7 +25,8 @@ namespace {
 
 class RingBuilder {
 public:
-  RingBuilder(const std::vector<const Trace*>& graphs, int cycles) : graphs_(graphs), cycles_(cycles)
+  RingBuilder(const std::vector<const Trace*>& graphs, int cycles, RingNames names)
+      : graphs_(graphs), cycles_(cycles), named_(names == RingNames::named)
   {
     ring_.cycles = cycles;
     const std::size_t copies = static_cast<std::size_t>(cycles) + 1;
@@ -35,6 +36,17 @@ public:
       ring_.op_copy.emplace_back(graph->ops.size(), std::vector<OpId>(copies, -1));
       shared_.emplace_back(graph->tensors.size(), -1);
     }
+    // One allocation each: the scheduler builds many rings, and growing these vectors of large ops was a fair share.
+    std::size_t ops = 0, tensors = 0;
+    for (const Trace* graph : graphs) {
+      ops += graph->ops.size();
+      tensors += graph->tensors.size();
+    }
+    ring_.trace.ops.reserve(ops * copies);
+    ring_.op_origin.reserve(ops * copies);
+    ring_.op_graph.reserve(ops * copies);
+    ring_.trace.tensors.reserve(tensors * copies);
+    ring_.tensor_origin.reserve(tensors * copies);
     ring_.trace.name = graphs.front()->name;
     ring_.trace.source = graphs.front()->source;
   }
@@ -85,7 +97,8 @@ private:
     Tensor tensor = source;
     tensor.id = static_cast<TensorId>(ring_.trace.tensors.size());
     const bool shared = is_initially_resident(source.kind);
-    tensor.name = shared ? fmt::format("s{}.{}", j, source.name) : fmt::format("s{}.it{}.{}", j, copy, source.name);
+    if (named_)
+      tensor.name = shared ? fmt::format("s{}.{}", j, source.name) : fmt::format("s{}.it{}.{}", j, copy, source.name);
     ring_.tensor_origin.push_back({j, shared ? -1 : copy, index});
     ring_.trace.tensors.push_back(std::move(tensor));
     slot = static_cast<TensorId>(ring_.trace.tensors.size()) - 1;
@@ -100,7 +113,8 @@ private:
     const Op& source = graphs_[static_cast<std::size_t>(j)]->op(id);
     Op op = source;
     op.id = static_cast<OpId>(ring_.trace.ops.size());
-    op.name = fmt::format("s{}.it{}.{}", j, copy, source.name);
+    if (named_)
+      op.name = fmt::format("s{}.it{}.{}", j, copy, source.name);
     op.iteration = cycle;
     for (TensorId& input : op.inputs)
       input = tensor_of(j, copy, input);
@@ -159,6 +173,7 @@ private:
 
   const std::vector<const Trace*>& graphs_;
   int cycles_;
+  bool named_;
   RingTrace ring_;
   std::vector<Halves> halves_;
   std::vector<std::vector<TensorId>> shared_;
@@ -167,11 +182,12 @@ private:
 
 } // namespace
 
-RingTrace build_ring_trace(const std::vector<const Trace*>& graphs, int cycles, const Placement& placement)
+RingTrace build_ring_trace(const std::vector<const Trace*>& graphs, int cycles, const Placement& placement,
+                           RingNames names)
 {
   if (graphs.empty() || cycles < 1)
     throw InputError("", "mu-two: a ring needs at least one sub-array and one cycle");
-  return RingBuilder(graphs, cycles).build(placement);
+  return RingBuilder(graphs, cycles, names).build(placement);
 }
 
 } // namespace memsim::planning::mu_two

@@ -47,7 +47,12 @@ struct Halves {
 };
 Halves halves(const Trace& graph);
 
+// Whether the unrolled ops and tensors get names ("s<j>.it<copy>.<name>", shared tensors "s<j>.<name>"). Ids,
+// order and everything else are the same either way.
+enum class RingNames { named, none };
+
 // `graphs[j]`: S_j's fused graph. Throws InputError when a graph's forward and backward are interleaved.
-RingTrace build_ring_trace(const std::vector<const Trace*>& graphs, int cycles, const Placement& placement = {});
+RingTrace build_ring_trace(const std::vector<const Trace*>& graphs, int cycles, const Placement& placement = {},
+                           RingNames names = RingNames::named);
 
 } // namespace memsim::planning::mu_two
