@@ -1,17 +1,16 @@
 #include "all_fused_capuchin.hpp"
 
+#include "fused_copies.hpp"
 #include "fused_extras.hpp"
-
-#include "memsim/hwmodels/fuse.hpp"
 
 #include <fmt/format.h>
 
 namespace memsim::planning {
 
-Plan all_fused_capuchin(const Trace& trace, const Machine& machine, std::uint64_t budget_bytes, int models,
-                        OffloadRelease offload_release, const char* planner)
+Plan all_fused_capuchin(const Trace& trace, const Machine& machine, std::uint64_t budget_bytes,
+                        const FusedModels& options, OffloadRelease offload_release, const char* planner)
 {
-  const Trace fused = fuse_trace(trace, models, FusionModel::efficiency, std::nullopt, trace.name);
+  const Trace fused = fused_copies(trace, options.models, options, planner);
   CapuchinOptions scheduling;
   scheduling.planner = planner;
   scheduling.budget_bytes = budget_bytes;
@@ -34,7 +33,7 @@ Plan all_fused_capuchin(const Trace& trace, const Machine& machine, std::uint64_
                          {"choice", swap ? "swap" : "recompute"},
                          {"overhead_s", choice.overhead_s}});
   }
-  plan.params["partition"] = fmt::format("{}", models);
+  plan.params["partition"] = fmt::format("{}", options.models);
   plan.params["swapped_bytes"] = schedule.swapped_bytes;
   plan.params["recomputed_bytes"] = schedule.recomputed_bytes;
   plan.params["swaps"] = swaps;

@@ -1,17 +1,18 @@
 // hfta: HFTA without memory optimisation (μ-TWO's baseline; shared/specs/mu-two.md §7.1). N copies of the trace's
-// model train together: k* = the most copies whose fused graph (fuse_trace, efficiency model, as the `models` axis
-// fuses) fits the budget under keep-all. N <= k*: one fused array of N. Else the models are cut into subsets of at
-// most k* (greedy: floor(N/k*) of k* and one of the rest; balanced: ceil(N/k*) near-equal), trained one after
-// another, each a keep-all schedule of its fused graph as its own instance. The subsets are separate trainings, so
-// each holds its weights only while it runs: one instance scope per subset (sim/README.md "instance_scopes").
+// model train together: k* = the most copies whose fused graph (fused_copies under the `fusion` parameter; its
+// default, efficiency, is how the `models` axis fuses) fits the budget under keep-all. N <= k*: one fused array of N.
+// Else the models are cut into subsets of at most k* (greedy: floor(N/k*) of k* and one of the rest; balanced:
+// ceil(N/k*) near-equal), trained one after another, each a keep-all schedule of its fused graph as its own instance.
+// The subsets are separate trainings, so each holds its weights only while it runs: one instance scope per subset
+// (sim/README.md "instance_scopes").
 #include "default_schedule.hpp"
+#include "fused_copies.hpp"
 #include "fused_extras.hpp"
 #include "fused_models_param.hpp"
 #include "mu_two/partitions.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
-#include "memsim/hwmodels/fuse.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/sim/trace_analysis.hpp"
@@ -28,22 +29,22 @@ struct HftaOptions : planning::FusedModels {
   std::string subsets = "greedy";
 };
 
-// The trace's model fused k times, as the `models` experiment axis and `memsim gen fuse` (efficiency) make it.
-Trace fused(const Trace& trace, int k)
+// The trace's model fused k times under the options' fusion model.
+Trace fused(const Trace& trace, int k, const HftaOptions& options)
 {
-  return fuse_trace(trace, k, FusionModel::efficiency, std::nullopt, trace.name);
+  return planning::fused_copies(trace, k, options, "hfta");
 }
 
 std::uint64_t keep_all_peak(const Trace& trace) { return TraceAnalysis(trace).default_profile().peak_bytes; }
 
 // The most copies (at most `limit`: more are never used) whose fused keep-all peak fits `budget`; 0 when one
 // model does not fit. Bytes scale with k, so the peak is k x one model's up to rounding: start there, then check.
-int largest_fitting(const Trace& trace, int limit, std::uint64_t budget)
+int largest_fitting(const Trace& trace, int limit, std::uint64_t budget, const HftaOptions& options)
 {
   const std::uint64_t one = keep_all_peak(trace);
   if (one > budget)
     return 0;
-  auto fits = [&](int k) { return keep_all_peak(fused(trace, k)) <= budget; };
+  auto fits = [&](int k) { return keep_all_peak(fused(trace, k, options)) <= budget; };
   int k = one == 0 ? limit : static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(limit), budget / one));
   k = std::max(k, 1);
   while (k > 1 && !fits(k))
@@ -79,10 +80,11 @@ struct FusedBlock {
   std::uint64_t peak_bytes = 0;
 };
 
-FusedBlock append_block(Plan& plan, const Trace& base, int k, const Machine& machine, std::uint64_t budget)
+FusedBlock append_block(Plan& plan, const Trace& base, int k, const Machine& machine, std::uint64_t budget,
+                        const HftaOptions& options)
 {
   FusedBlock block;
-  block.trace = fused(base, k);
+  block.trace = fused(base, k, options);
   const planning::ExtraBlock ids = planning::append_as_extras(plan, base, block.trace);
   block.op_base = ids.op_base;
   block.tensor_base = ids.tensor_base;
@@ -102,7 +104,8 @@ FusedBlock append_block(Plan& plan, const Trace& base, int k, const Machine& mac
 
 Plan plan_hfta(const Trace& trace, const Machine& machine, const PlanRequest& request, const HftaOptions& options)
 {
-  const int largest = largest_fitting(trace, options.models, request.budget_bytes);
+  (void)planning::fusion_model(options, "hfta"); // an unusable fusion model fails before any planning
+  const int largest = largest_fitting(trace, options.models, request.budget_bytes, options);
   if (largest == 0) {
     const std::uint64_t one = keep_all_peak(trace);
     throw Infeasible(fmt::format("hfta: not even one model fits: keep-all of one needs {} ({} bytes), budget is {} "
@@ -115,7 +118,7 @@ Plan plan_hfta(const Trace& trace, const Machine& machine, const PlanRequest& re
   std::map<int, FusedBlock> blocks; // by fused size, in order of first use
   for (int size : sizes)
     if (!blocks.count(size))
-      blocks.emplace(size, append_block(plan, trace, size, machine, request.budget_bytes));
+      blocks.emplace(size, append_block(plan, trace, size, machine, request.budget_bytes, options));
   PlanBuilder builder(plan);
   double estimate = 0;
   std::uint64_t peak = 0;
@@ -150,7 +153,7 @@ MEMSIM_REGISTER_PLANNER(hfta, "hfta",
                         "HFTA without memory optimisation (mu-TWO's baseline): N copies of the model fused into as "
                         "few keep-all arrays as fit the budget, trained one after another, each holding its weights "
                         "only while it runs; records `partition` (\"4+4+2\") and `largest_fused` (k*, at most N)",
-                        {planning::models_param<HftaOptions>(),
+                        {planning::models_param<HftaOptions>(), planning::fusion_param<HftaOptions>(),
                          param("subsets", &HftaOptions::subsets,
                                "N > k*: greedy = floor(N/k*) subsets of k* and one of the rest; balanced = "
                                "ceil(N/k*) near-equal subsets",

@@ -1,5 +1,5 @@
 // hfta-capuchin: HFTA+Capuchin, μ-TWO's second baseline (shared/specs/mu-two.md §7.2): all N models fused into one
-// graph (fuse_trace, efficiency model, as `hfta` and the `models` axis fuse), run FW then BW every iteration, with
+// graph (fused_copies under the `fusion` parameter, as `hfta` fuses), run FW then BW every iteration, with
 // μ-TWO's swap/recompute scheduler and no multiplexing (capuchin_schedule.hpp). The fused graph travels in the
 // plan's extras as one scoped instance, as hfta's subsets do.
 #include "all_fused_capuchin.hpp"
@@ -20,7 +20,7 @@ struct HftaCapuchinOptions : planning::FusedModels {
 Plan plan_hfta_capuchin(const Trace& trace, const Machine& machine, const PlanRequest& request,
                         const HftaCapuchinOptions& options)
 {
-  return planning::all_fused_capuchin(trace, machine, request.budget_bytes, options.models,
+  return planning::all_fused_capuchin(trace, machine, request.budget_bytes, options,
                                       options.offload_release == "paper" ? planning::OffloadRelease::paper
                                                                          : planning::OffloadRelease::safe,
                                       "hfta-capuchin");
@@ -33,7 +33,7 @@ MEMSIM_REGISTER_PLANNER(hfta_capuchin, "hfta-capuchin",
                         "mu-TWO's swap/recompute choice (largest inactive time vs. most bytes per recompute second, "
                         "the cheaper wins) and no multiplexing, until the plan fits on the fast engine; records "
                         "`partition` (\"N\"), `swapped_bytes`, `recomputed_bytes`, `swaps`, `recomputes`, `decisions`",
-                        {planning::models_param<HftaCapuchinOptions>(),
+                        {planning::models_param<HftaCapuchinOptions>(), planning::fusion_param<HftaCapuchinOptions>(),
                          param("offload_release", &HftaCapuchinOptions::offload_release,
                                "when the scheduler's memory replay stops counting an offloaded tensor: safe = once "
                                "the op running when its D2H ends has finished; paper = at its last forward use "

@@ -1,6 +1,7 @@
 // Layer profiles from memsim traces (traces/src/LAYER_PROFILE.md, "Profiles from memsim traces") against values
 // worked out by hand on a 3-layer chain with a skip connection, at batch sizes 2 and 4.
 #include "test_files.hpp"
+#include "trace_builder.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/estimator.hpp"
@@ -27,47 +28,33 @@ namespace {
 Trace skip_chain(int b)
 {
   const auto n = static_cast<std::uint64_t>(b);
-  Trace trace;
-  trace.name = "skipchain";
-  trace.source = TraceSource{"test", "test-gpu", "fp32", b, ""};
-  auto tensor = [&](const std::string& name, std::uint64_t bytes, TensorKind kind) {
-    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), name, bytes, kind, {}, {}, {}});
-    return trace.tensors.back().id;
-  };
+  test::TraceBuilder build("skipchain", b);
   auto op = [&](const std::string& name, Phase phase, int layer, std::vector<TensorId> in, std::vector<TensorId> out,
                 double time_ms, std::uint64_t workspace = 0) {
-    Op o;
-    o.id = static_cast<OpId>(trace.ops.size());
-    o.name = name;
-    o.type = name.substr(0, name.find(':'));
-    o.phase = phase;
-    o.layer = layer;
-    o.inputs = std::move(in);
-    o.outputs = std::move(out);
-    o.time_s = time_ms * 1e-3;
-    o.workspace_bytes = workspace;
-    trace.ops.push_back(o);
+    Op& added = build.op(name, name.substr(0, name.find(':')), phase, std::move(in), std::move(out), time_ms * 1e-3);
+    added.layer = layer;
+    added.workspace_bytes = workspace;
   };
-  const TensorId x = tensor("x", 10 * n, TensorKind::input);
-  const TensorId y = tensor("y", n, TensorKind::input);
-  const TensorId w0 = tensor("w0", 100, TensorKind::weight);
-  const TensorId w1 = tensor("w1", 200, TensorKind::weight);
-  const TensorId bn = tensor("bn", 7, TensorKind::weight);
-  const TensorId w2 = tensor("w2", 300, TensorKind::weight);
-  const TensorId t0 = tensor("t0", 5 * n, TensorKind::activation);
-  const TensorId a0 = tensor("a0", 20 * n, TensorKind::activation);
-  const TensorId a1 = tensor("a1", 30 * n, TensorKind::activation);
-  const TensorId a2 = tensor("a2", 40 * n, TensorKind::activation);
-  const TensorId g2 = tensor("g2", 40 * n, TensorKind::gradient);
-  const TensorId g1 = tensor("g1", 30 * n, TensorKind::gradient);
-  const TensorId g0s = tensor("g0s", 20 * n, TensorKind::gradient);
-  const TensorId g0 = tensor("g0", 20 * n, TensorKind::gradient);
-  const TensorId dw0 = tensor("dw0", 100, TensorKind::weight_grad);
-  const TensorId dw1 = tensor("dw1", 200, TensorKind::weight_grad);
-  const TensorId dw2 = tensor("dw2", 300, TensorKind::weight_grad);
-  const TensorId s0 = tensor("s0", 100, TensorKind::optimizer_state);
-  const TensorId s1 = tensor("s1", 200, TensorKind::optimizer_state);
-  const TensorId s2 = tensor("s2", 300, TensorKind::optimizer_state);
+  const TensorId x = build.tensor("x", 10 * n, TensorKind::input);
+  const TensorId y = build.tensor("y", n, TensorKind::input);
+  const TensorId w0 = build.tensor("w0", 100, TensorKind::weight);
+  const TensorId w1 = build.tensor("w1", 200, TensorKind::weight);
+  const TensorId bn = build.tensor("bn", 7, TensorKind::weight);
+  const TensorId w2 = build.tensor("w2", 300, TensorKind::weight);
+  const TensorId t0 = build.tensor("t0", 5 * n, TensorKind::activation);
+  const TensorId a0 = build.tensor("a0", 20 * n, TensorKind::activation);
+  const TensorId a1 = build.tensor("a1", 30 * n, TensorKind::activation);
+  const TensorId a2 = build.tensor("a2", 40 * n, TensorKind::activation);
+  const TensorId g2 = build.tensor("g2", 40 * n, TensorKind::gradient);
+  const TensorId g1 = build.tensor("g1", 30 * n, TensorKind::gradient);
+  const TensorId g0s = build.tensor("g0s", 20 * n, TensorKind::gradient);
+  const TensorId g0 = build.tensor("g0", 20 * n, TensorKind::gradient);
+  const TensorId dw0 = build.tensor("dw0", 100, TensorKind::weight_grad);
+  const TensorId dw1 = build.tensor("dw1", 200, TensorKind::weight_grad);
+  const TensorId dw2 = build.tensor("dw2", 300, TensorKind::weight_grad);
+  const TensorId s0 = build.tensor("s0", 100, TensorKind::optimizer_state);
+  const TensorId s1 = build.tensor("s1", 200, TensorKind::optimizer_state);
+  const TensorId s2 = build.tensor("s2", 300, TensorKind::optimizer_state);
   const auto ms = [b](double base) { return base * b + 1; };
   op("fa:conv", Phase::forward, 0, {x, w0}, {t0}, ms(1), 3);
   op("fb:relu", Phase::forward, 0, {t0}, {a0}, ms(2));
@@ -80,8 +67,8 @@ Trace skip_chain(int b)
   op("u0:sgd", Phase::update, 0, {w0, dw0, s0}, {}, 1);
   op("u1:sgd", Phase::update, 1, {w1, dw1, s1}, {}, 2);
   op("u2:sgd", Phase::update, 2, {w2, dw2, s2}, {}, 3);
-  validate_trace(trace, trace.name);
-  return trace;
+  validate_trace(build.trace, build.trace.name);
+  return build.trace;
 }
 
 // Batch 4 first: the profiler orders the sizes itself.

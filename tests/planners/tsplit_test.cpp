@@ -1,6 +1,8 @@
 // The tsplit planner (issue 10, item 1) on hand-built traces whose answers are worked out from the paper's
 // formulas (spec tsplit.md §9): Eq. 5's saving in the simulated peak, the Fig. 7/8 choice between a swap and a
 // split (ties go to non-split), the split+swap pipeline stall, and determinism. Plans run on the fast engine.
+#include "trace_builder.hpp"
+
 #include "memsim/common/error.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
@@ -16,32 +18,13 @@ namespace {
 constexpr std::uint64_t kUnit = 3 << 20; // divisible by the batch, so parts are exact
 
 // A trace built op by op: every op may be split along the batch; times are exact.
-struct TinyTrace {
-  Trace trace;
-  explicit TinyTrace(std::int64_t batch = 4)
-  {
-    trace.name = "tiny";
-    trace.source = TraceSource{"test", "test-gpu", "fp32", batch, ""};
-  }
-  TensorId tensor(const std::string& name, std::uint64_t bytes, TensorKind kind = TensorKind::activation)
-  {
-    trace.tensors.push_back(
-        Tensor{static_cast<TensorId>(trace.tensors.size()), name, bytes, kind, std::nullopt, {}, std::nullopt});
-    return trace.tensors.back().id;
-  }
+struct TinyTrace : test::TraceBuilder {
+  explicit TinyTrace(std::int64_t batch = 4) : TraceBuilder("tiny", batch) {}
   OpId op(const std::string& name, Phase phase, std::vector<TensorId> in, std::vector<TensorId> out, double seconds)
   {
-    Op o;
-    o.id = static_cast<OpId>(trace.ops.size());
-    o.name = name;
-    o.type = "conv2d";
-    o.phase = phase;
-    o.inputs = std::move(in);
-    o.outputs = std::move(out);
-    o.time_s = seconds;
-    o.split = {"batch"};
-    trace.ops.push_back(o);
-    return o.id;
+    Op& added = TraceBuilder::op(name, "conv2d", phase, std::move(in), std::move(out), seconds);
+    added.split = {"batch"};
+    return added.id;
   }
 };
 

@@ -8,6 +8,7 @@
 // forward ops, as many as fit, and backward ops (2b); Z3 with no room before its use, a stall (3), after which the
 // peak is reached; Z4 needed inside the peak interval, before Z3's prompt (1a).
 #include "test_machines.hpp"
+#include "trace_builder.hpp"
 
 #include "../../planners/src/mu_two/ring_schedule.hpp"
 
@@ -21,49 +22,27 @@ namespace {
 
 constexpr std::uint64_t MB = 1000000;
 
-struct Builder {
-  Trace trace;
-  TensorId tensor(const std::string& name, std::uint64_t bytes, TensorKind kind)
-  {
-    trace.tensors.push_back(Tensor{static_cast<TensorId>(trace.tensors.size()), name, bytes, kind, {}, {}, {}});
-    return trace.tensors.back().id;
-  }
-  void op(const std::string& name, Phase phase, std::vector<TensorId> in, std::vector<TensorId> out, double time_s)
-  {
-    Op o;
-    o.id = static_cast<OpId>(trace.ops.size());
-    o.name = name;
-    o.type = "linear";
-    o.phase = phase;
-    o.inputs = std::move(in);
-    o.outputs = std::move(out);
-    o.time_s = time_s;
-    trace.ops.push_back(std::move(o));
-  }
-};
-
 // Z0 = the input; f_l reads Z_{l-1}, w_l and writes Z_l; the backward of layer l: dW_l (reads g_l, Z_{l-1}) then
 // dZ_l (reads g_l, w_l; writes g_{l-1}).
 Trace chain_with_split_backward(int layers, std::vector<std::uint64_t> sizes, std::uint64_t gradient_bytes)
 {
-  Builder b;
-  b.trace.name = "fig6-chain";
-  b.trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
+  test::TraceBuilder b("fig6-chain");
   std::vector<TensorId> z{b.tensor("Z0", 1000, TensorKind::input)}, w;
   for (int l = 1; l <= layers; ++l) {
     w.push_back(b.tensor(fmt::format("W{}", l), 1000, TensorKind::weight));
     z.push_back(b.tensor(fmt::format("Z{}", l), sizes[static_cast<std::size_t>(l - 1)], TensorKind::activation));
-    b.op(fmt::format("f{}", l), Phase::forward, {z[static_cast<std::size_t>(l - 1)], w.back()},
+    b.op(fmt::format("f{}", l), "linear", Phase::forward, {z[static_cast<std::size_t>(l - 1)], w.back()},
          {z[static_cast<std::size_t>(l)]}, 0.005);
   }
   TensorId grad = b.tensor(fmt::format("g{}", layers), gradient_bytes, TensorKind::gradient);
-  b.op("loss", Phase::loss, {z.back()}, {grad}, 0.005);
+  b.op("loss", "linear", Phase::loss, {z.back()}, {grad}, 0.005);
   for (int l = layers; l >= 1; --l) {
     const TensorId dw = b.tensor(fmt::format("dW{}", l), 1000, TensorKind::weight_grad);
-    b.op(fmt::format("dW{}", l), Phase::backward, {grad, z[static_cast<std::size_t>(l - 1)]}, {dw}, 0.002);
+    b.op(fmt::format("dW{}", l), "linear", Phase::backward, {grad, z[static_cast<std::size_t>(l - 1)]}, {dw}, 0.002);
     if (l > 1) {
       const TensorId next = b.tensor(fmt::format("g{}", l - 1), gradient_bytes, TensorKind::gradient);
-      b.op(fmt::format("dZ{}", l), Phase::backward, {grad, w[static_cast<std::size_t>(l - 1)]}, {next}, 0.002);
+      b.op(fmt::format("dZ{}", l), "linear", Phase::backward, {grad, w[static_cast<std::size_t>(l - 1)]}, {next},
+           0.002);
       grad = next;
     }
   }
@@ -74,20 +53,19 @@ Trace chain_with_split_backward(int layers, std::vector<std::uint64_t> sizes, st
 // A chain whose forward activations its backward reads (retained), with short ops.
 Trace partner_chain(int ops, std::uint64_t bytes, double op_s)
 {
-  Builder b;
-  b.trace.name = "fig6-partner";
-  b.trace.source = TraceSource{"test", "test-gpu", "fp32", 1, ""};
+  test::TraceBuilder b("fig6-partner");
   std::vector<TensorId> y{b.tensor("x", 1000, TensorKind::input)};
   const TensorId w = b.tensor("w", 1000, TensorKind::weight);
   for (int i = 0; i < ops; ++i) {
     y.push_back(b.tensor(fmt::format("y{}", i), bytes, TensorKind::activation));
-    b.op(fmt::format("p{}", i), Phase::forward, {y[static_cast<std::size_t>(i)], w}, {y.back()}, op_s);
+    b.op(fmt::format("p{}", i), "linear", Phase::forward, {y[static_cast<std::size_t>(i)], w}, {y.back()}, op_s);
   }
   TensorId grad = b.tensor("gy", 1000, TensorKind::gradient);
-  b.op("loss", Phase::loss, {y.back()}, {grad}, op_s);
+  b.op("loss", "linear", Phase::loss, {y.back()}, {grad}, op_s);
   for (int i = ops - 1; i >= 0; --i) {
     const TensorId next = b.tensor(fmt::format("gy{}", i), 1000, TensorKind::gradient);
-    b.op(fmt::format("q{}", i), Phase::backward, {grad, y[static_cast<std::size_t>(i)], w}, {next}, op_s / 10);
+    b.op(fmt::format("q{}", i), "linear", Phase::backward, {grad, y[static_cast<std::size_t>(i)], w}, {next},
+         op_s / 10);
     grad = next;
   }
   validate_trace(b.trace, b.trace.name);

@@ -3,6 +3,7 @@ minibatch (normalized as the paper's Fig. 12a: to ZeRO-Infinity at the smallest 
 configuration), Harmony's speedups over ZeRO-Infinity, and host<->GPU swap volume per minibatch (Fig. 12b/c).
 Usage: summarize.py [RESULTS_CSV]"""
 import csv
+import math
 import os
 import sys
 
@@ -21,15 +22,26 @@ def load(source):
         # ZeRO-Offload per-layer runs once per Harmony configuration's u: keep the faster.
         key = (int(row["minibatch"]), label)
         old = cells.get(key)
-        if old is None or (row["feasible"] == "true" and (old["feasible"] != "true" or
-                                                          float(row["iteration_time_s"]) <
-                                                          float(old["iteration_time_s"]))):
+        if old is None or (seconds(row) is not None and (seconds(old) is None or seconds(row) < seconds(old))):
             cells[key] = row
     return cells
 
 
 def seconds(row):
-    return float(row["iteration_time_s"]) if row and row["feasible"] == "true" else None
+    """The row's iteration time, or None where the cell did not run, is infeasible or has no usable time (an empty
+    or non-numeric iteration_time_s): such a cell prints as infeasible."""
+    if not row or row["feasible"] != "true":
+        return None
+    try:
+        value = float(row["iteration_time_s"])
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def speedup(numerator, denominator):
+    """numerator / denominator as "1.23×", or – where either side is infeasible."""
+    return f"{numerator / denominator:.2f}×" if numerator is not None and denominator is not None else "–"
 
 
 def print_table(title, cells, ds, names, feasible_cell, infeasible_cell):
@@ -58,7 +70,7 @@ def main():
         return f"{float(row['samples_per_s']):.3f} ({row['u_bwd']}/{row['packs_bwd']}{ratio})"
 
     print_table(f"### Throughput (samples/s; in brackets: u/|P_B|, × {BASE} at D = {ds[0]}; – infeasible)\n",
-                cells, ds, names, throughput, lambda row: f"– ({row['reason']})" if row else "–")
+                cells, ds, names, throughput, lambda row: f"– ({row['reason'] or 'infeasible'})" if row else "–")
 
     print("\n### Harmony's speedup over ZeRO-Infinity (iteration time ratio)\n")
     print("| D | DP over ZeRO-Inf (DP cfg) | PP over ZeRO-Inf (PP cfg) | DP over the faster ZeRO-Inf | "
@@ -66,12 +78,11 @@ def main():
     print("|---|---|---|---|---|---|")
     for d in ds:
         t = {name: seconds(cells.get((d, name))) for name in names}
-        zero = min(x for x in (t["ZeRO-Inf (DP cfg)"], t["ZeRO-Inf (PP cfg)"]) if x)
-        offload = [x for name, x in t.items() if name.startswith("ZeRO-Off") and x]
-        print(f"| {d} | {t['ZeRO-Inf (DP cfg)'] / t['Harmony DP']:.2f}× | "
-              f"{t['ZeRO-Inf (PP cfg)'] / t['Harmony PP']:.2f}× | {zero / t['Harmony DP']:.2f}× | "
-              f"{zero / t['Harmony PP']:.2f}× | "
-              f"{(min(offload) / t['Harmony PP']) if offload else float('nan'):.2f}× |")
+        zero = min((x for x in (t["ZeRO-Inf (DP cfg)"], t["ZeRO-Inf (PP cfg)"]) if x), default=None)
+        offload = min((x for name, x in t.items() if name.startswith("ZeRO-Off") and x), default=None)
+        print(f"| {d} | {speedup(t['ZeRO-Inf (DP cfg)'], t['Harmony DP'])} | "
+              f"{speedup(t['ZeRO-Inf (PP cfg)'], t['Harmony PP'])} | {speedup(zero, t['Harmony DP'])} | "
+              f"{speedup(zero, t['Harmony PP'])} | {speedup(offload, t['Harmony PP'])} |")
 
     def swap_volume(d, row):
         swap = (int(row["h2d_bytes"]) + int(row["d2h_bytes"])) / 1e9

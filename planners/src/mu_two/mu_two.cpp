@@ -8,11 +8,11 @@
 #include "ring_schedule.hpp"
 
 #include "../all_fused_capuchin.hpp"
+#include "../fused_copies.hpp"
 #include "../fused_extras.hpp"
 #include "../fused_models_param.hpp"
 
 #include "memsim/common/error.hpp"
-#include "memsim/hwmodels/fuse.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
 
@@ -47,7 +47,7 @@ Plan ring_plan(const Trace& trace, const Machine& machine, const PlanRequest& re
   std::vector<const Trace*> graphs;
   for (int size : sizes)
     if (!fused.count(size))
-      fused.emplace(size, fuse_trace(trace, size, FusionModel::efficiency, std::nullopt, trace.name));
+      fused.emplace(size, planning::fused_copies(trace, size, options, "mu-two"));
   for (int size : sizes)
     graphs.push_back(&fused.at(size));
   planning::mu_two::RingOptions scheduling;
@@ -95,7 +95,8 @@ Plan plan_mu_two(const Trace& trace, const Machine& machine, const PlanRequest& 
     const std::string name = planning::mu_two::partition_text(sizes);
     nlohmann::json row = {{"partition", name}};
     try {
-      Plan plan = sizes.size() == 1 ? planning::all_fused_capuchin(trace, machine, request.budget_bytes, sizes[0],
+      // The single sub-array {N} holds all options.models models.
+      Plan plan = sizes.size() == 1 ? planning::all_fused_capuchin(trace, machine, request.budget_bytes, options,
                                                                    release_of(options), "mu-two")
                                     : ring_plan(trace, machine, request, options, sizes);
       plan.budget_bytes = request.budget_bytes;
@@ -136,7 +137,7 @@ MEMSIM_REGISTER_PLANNER(
     "schedule; two or more train in a ring whose merged graphs multiplex one sub-array's backward with the next one's "
     "forward, with mu-TWO's swap/recompute choice), runs each on the fast engine and keeps the fastest steady "
     "iteration; records `partition`, `candidates`, `swaps`, `recomputes`, `swap_cases`, `multiplexed_ops`",
-    {planning::models_param<MuTwoOptions>(),
+    {planning::models_param<MuTwoOptions>(), planning::fusion_param<MuTwoOptions>(),
      param("partitions", &MuTwoOptions::partitions,
            "paper = the sizes of the paper's example rule (N = 8: 4+4, 3+3+1+1, 2+2+2+2, 1x8); all = every partition "
            "into two or more sub-arrays; none = only {N} (with include_full_fusion: HFTA+Capuchin's schedule)",
