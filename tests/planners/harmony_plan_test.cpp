@@ -732,6 +732,11 @@ TEST(HarmonyResplit, SearchOverBothSizesAndChecks)
     EXPECT_EQ(found.params["configuration"]["u_bwd"], expected->best.u_backward) << planner;
     EXPECT_DOUBLE_EQ(*found.estimate.iteration_time_s, expected->estimate.iteration_s) << planner;
     simulate_both(trace, machine, found);
+    if (mode ==
+        harmony::Mode::dp) { // here the search's best has U_F != U_B: the plan the planner could not emit before
+      EXPECT_EQ(found.params["configuration"]["u_fwd"], 2);
+      EXPECT_EQ(found.params["configuration"]["u_bwd"], 1);
+    }
   }
   const nlohmann::json resplit = {
       {"minibatch", 8}, {"u_fwd", 2}, {"u_bwd", 1}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}};
