@@ -660,6 +660,7 @@ TEST(HarmonyResplit, PipelineForwardAtTwoBackwardAtOne)
     EXPECT_EQ(plan.params["configuration"]["u_fwd"], 2);
     EXPECT_EQ(plan.params["configuration"]["u_bwd"], 1);
     EXPECT_EQ(plan.samples_per_iteration.value_or(0), 8);
+    EXPECT_EQ(plan_to_json(plan).dump(), plan_to_json(harmony_plan("harmony-pp", trace, machine, params)).dump());
     const Runs runs = simulate_both(trace, machine, plan);
     report(fmt::format("harmony-pp U_F=2 U_B=1 (trace at u={})", trace_u), plan, runs);
     for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
