@@ -37,7 +37,9 @@ harmony_layer_chain() {
 }
 
 # harmony_search MODEL MODE N D CAP: runs Harmony's configuration search and sets search_u_fwd, search_u_bwd,
-# search_packs_fwd, search_packs_bwd, search_estimate (seconds, full precision), search_count and search_time_s.
+# search_packs_fwd, search_packs_bwd, search_estimate (seconds, full precision), search_count and search_time_s, and
+# search_params: the planner params of the Top-1 on a trace at u = U_B (U_F != U_B adds u_fwd, u_bwd and the profile
+# the forward chain at U_F is built from).
 harmony_search() {
   local model=$1 mode=$2 n=$3 d=$4 cap=$5 out
   out=$("$harmony_memsim" harmony search --profile "$harmony_profiles/$model.json" --gpus "$n" --minibatch "$d" \
@@ -50,6 +52,9 @@ harmony_search() {
   search_packs_fwd=$(sed -n 's/^packs_fwd *//p' <<<"$out")
   search_packs_bwd=$(sed -n 's/^packs_bwd *//p' <<<"$out")
   search_memory_mib=$(sed -n 's/^memory_mib //p' <<<"$out")
+  search_params=(--param pack_fwd="$search_packs_fwd" --param pack_bwd="$search_packs_bwd")
+  [ "$search_u_fwd" = "$search_u_bwd" ] || search_params+=(--param u_fwd="$search_u_fwd" \
+    --param u_bwd="$search_u_bwd" --param profile="$harmony_profiles/$model.json")
 }
 
 # harmony_cell_row TRACE MACHINE MODEL PLANNER RECOMPUTE GPUS D U_FWD U_BWD SEARCH_ESTIMATE [PARAM...]: plans PLANNER

@@ -6,6 +6,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/profile_from_traces.hpp"
+#include "memsim/planners/harmony/search.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/traces/layer_chain.hpp"
@@ -13,7 +14,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
@@ -583,6 +587,167 @@ TEST(ZeroPlans, Deterministic)
   for (const char* planner : {"zero-infinity", "zero-offload"})
     EXPECT_EQ(plan_to_json(harmony_plan(planner, trace, machine, params)).dump(),
               plan_to_json(harmony_plan(planner, trace, machine, params)).dump());
+}
+
+// The uniform layers profiled at u = 1 and u = 2: forward 6 / 10 ms, backward (recompute + backward) 16 / 30 ms, peaks
+// W + (2 + 2u) MB forward and 3W + (4 + 4u) MB backward (u = 2 as uniform_profile), X(u, l) = u MB. Written to a file
+// because the planners read the profile a trace was generated from by its path.
+LayerProfile two_size_profile(std::size_t layers)
+{
+  LayerProfile profile = uniform_profile(layers);
+  profile.sampled_forward = {1, 2};
+  profile.sampled_backward = {1, 2};
+  ProfiledMicrobatch one;
+  for (std::size_t l = 0; l < layers; ++l) {
+    const std::uint64_t weight = profile.layers[l].weight_bytes;
+    one.forward_time_s.push_back(0.006);
+    one.backward_time_s.push_back(0.016);
+    one.forward_peak_bytes.push_back(static_cast<std::int64_t>(weight + 4 * kMB));
+    one.backward_peak_bytes.push_back(static_cast<std::int64_t>(3 * weight + 8 * kMB));
+    one.input_bytes.push_back(kSample);
+  }
+  profile.microbatches.emplace(1, one);
+  return profile;
+}
+
+std::string saved_profile(const LayerProfile& profile, const std::string& name)
+{
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / fmt::format("memsim-harmony-{}-{}.layers.json", name, ::getpid());
+  save_layer_profile(profile, path);
+  return path.string();
+}
+
+// Compute-stream time per device, and compute steps per device whose op is named `prefix`...
+std::vector<double> busy_per_device(const RunResult& run, int gpus)
+{
+  std::vector<double> busy(static_cast<std::size_t>(gpus), 0);
+  for (const StepRecord& record : run.timeline)
+    if ((record.kind == StepKind::compute || record.kind == StepKind::recompute) && record.device >= 0)
+      busy[static_cast<std::size_t>(record.device)] += record.end_s - record.start_s;
+  return busy;
+}
+
+std::size_t computes_named(const RunResult& run, const std::string& prefix, int device)
+{
+  std::size_t count = 0;
+  for (const StepRecord& record : run.timeline)
+    if ((record.kind == StepKind::compute || record.kind == StepKind::recompute) && record.device == device &&
+        record.label.rfind(prefix, 0) == 0)
+      ++count;
+  return count;
+}
+
+// pp, N = 2, R = 4, D = 8 with U_F = 2 and U_B = 1: FWD[0-1] on GPU 0 runs 4 microbatches of 2, the loss task
+// BWD[2-3] on GPU 1 and BWD[0-1] on GPU 0 run 8 of 1. The forward's output and its stash of X(0) go through the host
+// and are re-split there (4 x 2 MB out each); the backward brings in 8 x 1 MB of each, and the data comes in as 4 x
+// 2 MB. Only dX crosses GPU to GPU (8 x 1 MB). Compute: GPU 0 runs 4 x 2 forwards of 10 ms and 8 x 2 (recompute 6 ms
+// + backward 10 ms); GPU 1 8 x 2 x 16 ms. Weights move as with one size. The same plan, whichever size the trace was
+// generated at, simulates identically on both engines.
+TEST(HarmonyResplit, PipelineForwardAtTwoBackwardAtOne)
+{
+  const LayerProfile profile = two_size_profile(4);
+  const std::string file = saved_profile(profile, "pp");
+  const Machine machine = switched_machine(2);
+  const nlohmann::json params = {{"minibatch", 8},        {"u_fwd", 2},     {"u_bwd", 1}, {"pack_fwd", "0-1"},
+                                 {"pack_bwd", "0-1,2-3"}, {"profile", file}};
+  const std::uint64_t W = total_weight(profile);
+  const std::uint64_t last = total_weight(profile, 2);
+  std::vector<double> times;
+  for (const int trace_u : {1, 2}) {
+    const Trace trace = layer_chain_trace(profile, trace_u);
+    const Plan plan = harmony_plan("harmony-pp", trace, machine, params);
+    EXPECT_EQ(plan.params["configuration"]["u_fwd"], 2);
+    EXPECT_EQ(plan.params["configuration"]["u_bwd"], 1);
+    EXPECT_EQ(plan.samples_per_iteration.value_or(0), 8);
+    EXPECT_EQ(plan_to_json(plan).dump(), plan_to_json(harmony_plan("harmony-pp", trace, machine, params)).dump());
+    const Runs runs = simulate_both(trace, machine, plan);
+    report(fmt::format("harmony-pp U_F=2 U_B=1 (trace at u={})", trace_u), plan, runs);
+    for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+      const std::vector<std::uint64_t> x_in = bytes_per_device(*run, StepKind::prefetch, "x.", 2);
+      EXPECT_EQ(x_in[0], 4 * 2 * kSample + 8 * kSample); // the data, the re-split stash of X(0)
+      EXPECT_EQ(x_in[1], 8 * kSample);                   // the re-split output of FWD[0-1]
+      const std::vector<std::uint64_t> x_out = bytes_per_device(*run, StepKind::offload, "x.", 2);
+      EXPECT_EQ(x_out[0], 2 * 4 * 2 * kSample);
+      EXPECT_EQ(x_out[1], 0u);
+      EXPECT_EQ(run->metrics.p2p_bytes, 8 * kSample);
+      const std::vector<std::uint64_t> w_in = bytes_per_device(*run, StepKind::prefetch, "w.", 2);
+      EXPECT_EQ(w_in[0], 2 * (W - last));
+      EXPECT_EQ(w_in[1], last);
+      EXPECT_EQ(sum(bytes_per_device(*run, StepKind::offload, "dw.", 2)), W);
+      EXPECT_EQ(computes_named(*run, "fwd.", 0), 4 * 2 + 8 * 2u);
+      EXPECT_EQ(computes_named(*run, "bwd.", 0), 8 * 2u);
+      EXPECT_EQ(computes_named(*run, "fwd.", 1), 8 * 2u);
+      EXPECT_EQ(computes_named(*run, "bwd.", 1), 8 * 2u);
+      const std::vector<double> busy = busy_per_device(*run, 2);
+      EXPECT_NEAR(busy[0], 4 * 2 * 0.010 + 8 * 2 * (0.006 + 0.010), 1e-12);
+      EXPECT_NEAR(busy[1], 8 * 2 * 0.016, 1e-12);
+      EXPECT_TRUE(run->metrics.feasible);
+    }
+    times.push_back(runs.fast.metrics.iteration_time_s);
+  }
+  EXPECT_NEAR(times[0], times[1], 1e-12);
+  std::filesystem::remove(file);
+}
+
+// dp, N = 2, D = 8, U_F = 2, U_B = 1: each GPU runs its 4 samples as 2 forward and 4 backward microbatches; the
+// loss task's input and the stash come back re-split (4 x 1 MB each) after going out as 2 x 2 MB each.
+TEST(HarmonyResplit, DataParallelForwardAtTwoBackwardAtOne)
+{
+  const LayerProfile profile = two_size_profile(4);
+  const std::string file = saved_profile(profile, "dp");
+  const Machine machine = switched_machine(2);
+  const Trace trace = layer_chain_trace(profile, 1);
+  const Plan plan = harmony_plan(
+      "harmony-dp", trace, machine,
+      {{"minibatch", 8}, {"u_fwd", 2}, {"u_bwd", 1}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}, {"profile", file}});
+  const Runs runs = simulate_both(trace, machine, plan);
+  report("harmony-dp U_F=2 U_B=1", plan, runs);
+  for (const RunResult* run : {&runs.fast, &runs.simgrid})
+    for (std::size_t gpu = 0; gpu < 2; ++gpu) {
+      EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "x.", 2)[gpu], 2 * 2 * kSample + 2 * 4 * kSample);
+      EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "x.", 2)[gpu], 2 * 2 * 2 * kSample);
+      EXPECT_NEAR(busy_per_device(*run, 2)[gpu], 2 * 2 * 0.010 + 4 * 2 * 0.016 + 4 * 2 * (0.006 + 0.010), 1e-12);
+    }
+  std::filesystem::remove(file);
+}
+
+// With the profile the planner's search runs over both sizes (here U_F >= U_B from {1, 2}) and emits what it finds;
+// without it, sizes other than the trace's are refused, and so is a profile the trace was not generated from.
+TEST(HarmonyResplit, SearchOverBothSizesAndChecks)
+{
+  const LayerProfile profile = two_size_profile(4);
+  const std::string file = saved_profile(profile, "search");
+  const Machine machine = switched_machine(2);
+  const Trace trace = layer_chain_trace(profile, 1);
+  for (const char* planner : {"harmony-pp", "harmony-dp"}) {
+    const Plan found = harmony_plan(planner, trace, machine,
+                                    {{"minibatch", 8}, {"search", true}, {"memory_cap", 60e6}, {"profile", file}});
+    std::cout << planner << " search over u = 1, 2: " << found.params["configuration"].dump() << "\n";
+    const harmony::Mode mode = std::string(planner) == "harmony-pp" ? harmony::Mode::pp : harmony::Mode::dp;
+    harmony::SearchSettings settings;
+    settings.memory_cap = 60e6;
+    const auto expected = harmony::search(profile, 2, 8, mode, settings);
+    ASSERT_TRUE(expected);
+    EXPECT_EQ(found.params["configuration"]["u_fwd"], expected->best.u_forward) << planner;
+    EXPECT_EQ(found.params["configuration"]["u_bwd"], expected->best.u_backward) << planner;
+    EXPECT_DOUBLE_EQ(*found.estimate.iteration_time_s, expected->estimate.iteration_s) << planner;
+    simulate_both(trace, machine, found);
+    if (mode ==
+        harmony::Mode::dp) { // here the search's best has U_F != U_B: the plan the planner could not emit before
+      EXPECT_EQ(found.params["configuration"]["u_fwd"], 2);
+      EXPECT_EQ(found.params["configuration"]["u_bwd"], 1);
+    }
+  }
+  const nlohmann::json resplit = {
+      {"minibatch", 8}, {"u_fwd", 2}, {"u_bwd", 1}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}};
+  EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, resplit), InputError);
+  nlohmann::json other = resplit;
+  other["profile"] = file;
+  LayerProfile slower = profile;
+  slower.microbatches.at(1).forward_time_s[0] = 0.007;
+  EXPECT_THROW(harmony_plan("harmony-pp", layer_chain_trace(slower, 1), machine, other), InputError);
+  std::filesystem::remove(file);
 }
 
 } // namespace

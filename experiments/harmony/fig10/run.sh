@@ -7,8 +7,7 @@
 # experiments/harmony/fig10/results.csv). MODELS="bert_96 vgg416" and MINIBATCHES="16 64" cut the grid (the
 # baselines' u cap comes from the searches of the D run); ENGINE=simgrid simulates with SimGrid instead of fast.
 # Per cell (README.md "Method"): Harmony's search picks <U_F, P_F, U_B, P_B> (memory cap as Table 1's scripts), the
-# plan runs it at u = U_B (the planners need U_F = U_B: when the Top-1 has U_F != U_B the planner's own search finds
-# the best packs at u = U_B); each baseline runs at the largest power-of-two u that divides D / N (dp-swap: its
+# plan runs it on a trace at u = U_B (U_F != U_B: the forward chain at U_F comes from the profile); each baseline runs at the largest power-of-two u that divides D / N (dp-swap: its
 # samples per GPU; the pipelines: at least N microbatches), is at most the largest microbatch Harmony's searches pick for the model (over both modes and every D), and
 # simulates feasible. A progress line per simulated cell goes to stderr.
 set -euo pipefail
@@ -57,13 +56,8 @@ for model in $models; do
   for d in $minibatches; do
     for mode in pp dp; do
       harmony_search "$model" "$mode" "$gpus" "$d" "$cap"
-      if [ "$search_u_fwd" = "$search_u_bwd" ]; then
-        params=(--param pack_fwd="$search_packs_fwd" --param pack_bwd="$search_packs_bwd")
-      else
-        params=(--param search=true --param memory_cap="$cap")
-      fi
-      simulate_cell "$model" "harmony-$mode" "" "$d" "$search_u_bwd" "$search_u_bwd" "$search_estimate" \
-        "${params[@]}" || true
+      simulate_cell "$model" "harmony-$mode" "" "$d" "$search_u_fwd" "$search_u_bwd" "$search_estimate" \
+        "${search_params[@]}" || true
       cat "$harmony_work/row" >>"$out"
     done
     for planner in dp-swap gpipe-swap pipedream2bw-swap; do

@@ -52,13 +52,8 @@ for d in $minibatches; do
   declare -A u_of=() packs_of=()
   for mode in dp pp; do
     harmony_search "$model" "$mode" "$gpus" "$d" "$cap"
-    if [ "$search_u_fwd" = "$search_u_bwd" ]; then
-      params=(--param pack_fwd="$search_packs_fwd" --param pack_bwd="$search_packs_bwd")
-    else
-      params=(--param search=true --param memory_cap="$cap")
-    fi
-    simulate_cell "harmony-$mode" "harmony-$mode" "harmony-$mode" "$d" "$search_u_bwd" "$search_u_bwd" \
-      "$search_estimate" "${params[@]}" || true
+    simulate_cell "harmony-$mode" "harmony-$mode" "harmony-$mode" "$d" "$search_u_fwd" "$search_u_bwd" \
+      "$search_estimate" "${search_params[@]}" || true
     u_of[$mode]=$search_u_bwd
     packs_of[$mode]=$search_packs_bwd
   done

@@ -72,11 +72,7 @@ for d in $minibatches; do
     planner=harmony-$mode
     harmony_search "$model" "$mode" "$gpus" "$d" "$cap"
     u=$search_u_bwd
-    if [ "$search_u_fwd" = "$search_u_bwd" ]; then
-      config=(--param pack_fwd="$search_packs_fwd" --param pack_bwd="$search_packs_bwd")
-    else
-      config=(--param search=true --param memory_cap="$cap")
-    fi
+    config=("${search_params[@]}")
     simulate_cell all-on search "$planner" "$d" "$u" "$search_estimate" "${config[@]}"
     simulate_cell no-grouping group=false "$planner" "$d" "$u" "" "${config[@]}" --param group=false
     simulate_cell no-prefetch prefetch=false "$planner" "$d" "$u" "" "${config[@]}" --param prefetch=false

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# harmony-pp / harmony-dp plans for Harmony's committed D=32, N=2 configurations (U_F = U_B only), and the ZeRO
+# harmony-pp / harmony-dp plans for Harmony's committed D=32, N=2 configurations, and the ZeRO
 # baselines (zero-infinity, zero-offload) at the same D, microbatch and recompute packs (Harmony's P_B, spec §1.9),
 # at N = 2 and 4 (and gpt2_xl at D = 128), simulated on both engines.
 # Usage: run.sh [PROFILE_DIR] [MEMSIM] [MACHINE]   (PROFILE_DIR holds bert_96, gpt2_xl, gpt2_10b, vgg416 .json;
 # defaults in ../common.sh)
 # Prints the README's markdown table; per-GPU volumes are read from the plan (static: every copy is a plan step).
+# RUNS_MATCHING=REGEX runs only the rows whose "model planner N D u" matches.
 set -euo pipefail
 source "$(dirname "$0")/../common.sh"
 harmony_setup "${1:-}" "${2:-}"
@@ -17,13 +18,17 @@ bert_fwd_dp=0-21,22-42,43-64,65-86
 bert_bwd=0-9,10-19,20-28,29-38,39-47,48-57,58-67,68-76,77-86,87-99
 vgg_fwd=0-50,51-110,111-184,185-262,263-353
 vgg_bwd=0-14,15-30,31-45,46-61,62-76,77-98,99-122,123-146,147-171,172-199,200-228,229-256,257-284,285-312,313-353,354-416
-# gpt2_xl: the committed dp configuration 2/4/2/8 (its pp one has U_F != U_B, not supported by the plans yet).
+# gpt2_xl: the committed dp configuration 2/4/2/8 (used for pp too, and for ZeRO), and the committed pp one
+# 2/4/1/4 (U_F = 2, U_B = 1: the trace at u = 1, the forward chain at u = 2 from the profile).
 gpt2_fwd=0-10,11-21,22-32,33-43
 gpt2_bwd=0-6,7-12,13-18,19-24,25-31,32-37,38-43,44-51
-# model planner N D u P_F P_B ("-": none)
+gpt2_pp_fwd=0-9,10-18,19-27,28-37
+gpt2_pp_bwd=0-12,13-24,25-37,38-51
+# model planner N D u P_F P_B ("-": none); u is U_F:U_B where they differ
 runs=(
   "vgg416 harmony-pp 2 32 8 $vgg_fwd $vgg_bwd"
   "vgg416 harmony-dp 2 32 8 $vgg_fwd $vgg_bwd"
+  "gpt2_xl harmony-pp 2 32 2:1 $gpt2_pp_fwd $gpt2_pp_bwd"
 )
 # ZeRO at Harmony's D, u and P_B; zero-offload also with a checkpoint at every layer (P_B "-").
 for n in 2 4; do
@@ -50,9 +55,15 @@ echo "| model | planner | N | D | U/\|P_F\|/\|P_B\| | plan estimate (s) | simula
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for run in "${runs[@]}"; do
   read -r model planner n d u packs_fwd packs_bwd <<<"$run"
-  trace=$(harmony_layer_chain "$model" "$u" "$machine")
-  plan="$work/plan.json"
+  [[ -z ${RUNS_MATCHING:-} || "$model $planner $n $d $u" =~ $RUNS_MATCHING ]] || continue
   params=(--param gpus="$n" --param minibatch="$d")
+  u_bwd=$u
+  if [[ $u == *:* ]]; then
+    u_bwd=${u#*:}
+    params+=(--param u_fwd="${u%:*}" --param u_bwd="$u_bwd" --param profile="$harmony_profiles/$model.json")
+  fi
+  trace=$(harmony_layer_chain "$model" "$u_bwd" "$machine")
+  plan="$work/plan.json"
   [ "$packs_bwd" = - ] || params+=(--param pack_bwd="$packs_bwd")
   [ "$packs_fwd" = - ] || params+=(--param pack_fwd="$packs_fwd")
   if ! "$memsim" plan --trace "$trace" --machine "$machine" --planner "$planner" "${params[@]}" --out "$plan" \

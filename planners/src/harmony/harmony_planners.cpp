@@ -1,7 +1,10 @@
 // harmony-pp and harmony-dp (Li et al., PVLDB 2022): Harmony's configuration <U_F, P_F, U_B, P_B> (given, or found by
 // its search) bound to GPUs by its task graph and emitted as a multi-GPU plan over a layer-chain trace
 // (`memsim gen layer-chain`). The layer profile the estimator and the search need is read back from the trace
-// (layer_profile_from_traces), so the plan and its `estimate` describe the same workload.
+// (layer_profile_from_traces), so the plan and its `estimate` describe the same workload. With `profile` (the file the
+// trace was generated from, checked against it) U_F and U_B may be any sizes the profile covers: the search runs
+// over them and the chains at sizes other than the trace's come from the profile (microbatch_chain.hpp).
+#include "microbatch_chain.hpp"
 #include "plan_emission.hpp"
 #include "task_graph.hpp"
 
@@ -18,10 +21,11 @@ namespace memsim::harmony {
 namespace {
 
 struct HarmonyOptions {
-  int gpus = 0;      // 0: the machine's GPU count
-  int minibatch = 0; // samples per iteration (D)
-  int u_fwd = 0;     // 0: the trace's microbatch
-  int u_bwd = 0;     // 0: the trace's microbatch
+  int gpus = 0;        // 0: the machine's GPU count
+  int minibatch = 0;   // samples per iteration (D)
+  int u_fwd = 0;       // 0: the trace's microbatch
+  int u_bwd = 0;       // 0: the trace's microbatch
+  std::string profile; // the layer profile the trace was generated from ("": the trace's own size only)
   std::string pack_fwd;
   std::string pack_bwd;
   bool search = false;
@@ -39,14 +43,25 @@ void not_yet(bool supported, const char* what)
     throw InputError("harmony", fmt::format("{} is not implemented yet", what));
 }
 
-int resolved_u(int asked, int trace_u, const char* option)
+int resolved_u(int asked, int trace_u, bool have_profile, const char* option)
 {
   const int u = asked == 0 ? trace_u : asked;
-  if (u != trace_u)
-    throw InputError(option, fmt::format("not yet: microbatch {} differs from the trace's ({}); generate the trace at "
-                                         "that size (memsim gen layer-chain --microbatch {})",
-                                         u, trace_u, u));
+  if (u != trace_u && !have_profile)
+    throw InputError(option,
+                     fmt::format("microbatch {} differs from the trace's ({}): give the layer profile the trace "
+                                 "was generated from (profile=FILE), or generate the trace at that size "
+                                 "(memsim gen layer-chain --microbatch {})",
+                                 u, trace_u, u));
   return u;
+}
+
+// The samples of one rank split into microbatches of u must all be u (the emitted chains have one size each).
+void check_even_split(int minibatch, int gpus, Mode mode, int u, const char* option)
+{
+  const int per_rank = mode == Mode::dp ? minibatch / gpus : minibatch;
+  if ((mode == Mode::dp && minibatch % gpus != 0) || per_rank % u != 0)
+    throw InputError(option, fmt::format("not yet: {} samples do not split evenly into {}microbatches of {}", minibatch,
+                                         mode == Mode::dp ? fmt::format("{} GPUs x ", gpus) : "", u));
 }
 
 Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest& request, const HarmonyOptions& options,
@@ -62,7 +77,11 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
                      fmt::format("{} GPUs asked, machine '{}' has {}", gpus, machine.name, machine.gpus.size()));
   if (options.minibatch <= 0)
     throw InputError("minibatch", "the minibatch size D is required");
-  const LayerProfile profile = layer_profile_from_traces({{trace.name, trace}});
+  const bool have_profile = !options.profile.empty();
+  const LayerProfile profile =
+      have_profile ? load_layer_profile(options.profile) : layer_profile_from_traces({{trace.name, trace}});
+  if (have_profile)
+    check_trace_of_profile(trace, profile, "profile");
   Configuration config;
   std::string how = "given";
   if (options.search) {
@@ -70,25 +89,30 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
     settings.memory_cap = options.memory_cap > 0 ? options.memory_cap : static_cast<double>(request.budget_bytes);
     const std::optional<SearchResult> found = search(profile, gpus, options.minibatch, mode, settings);
     if (!found)
-      throw Infeasible(fmt::format("harmony search: no packing of {} layers fits {} bytes per pack at u = {}",
-                                   profile.num_layers(), settings.memory_cap, trace_u));
+      throw Infeasible(fmt::format("harmony search: no packing of {} layers fits {} bytes per pack at {}",
+                                   profile.num_layers(), settings.memory_cap,
+                                   have_profile ? "any microbatch size" : fmt::format("u = {}", trace_u)));
     config = found->best;
     how = fmt::format("search ({} fwd, {} bwd)", found->forward_method, found->backward_method);
   } else {
-    config.u_forward = resolved_u(options.u_fwd, trace_u, "u_fwd");
-    config.u_backward = resolved_u(options.u_bwd, trace_u, "u_bwd");
+    config.u_forward = resolved_u(options.u_fwd, trace_u, have_profile, "u_fwd");
+    config.u_backward = resolved_u(options.u_bwd, trace_u, have_profile, "u_bwd");
     config.packs_backward = parse_packs(options.pack_bwd, "pack_bwd");
     if (!options.pack_fwd.empty())
       config.packs_forward = parse_packs(options.pack_fwd, "pack_fwd");
   }
-  const int per_rank = mode == Mode::dp ? options.minibatch / gpus : options.minibatch;
-  if ((mode == Mode::dp && options.minibatch % gpus != 0) || per_rank % trace_u != 0)
-    throw InputError("minibatch",
-                     fmt::format("not yet: {} samples do not split evenly into {}microbatches of {}", options.minibatch,
-                                 mode == Mode::dp ? fmt::format("{} GPUs x ", gpus) : "", trace_u));
+  check_even_split(options.minibatch, gpus, mode, config.u_forward, "minibatch");
+  check_even_split(options.minibatch, gpus, mode, config.u_backward, "minibatch");
   const TaskGraph graph = compose_task_graph(profile.num_layers(), gpus, options.minibatch, mode, config);
   Plan plan;
-  emit_plan(chain, graph, mode,
+  const LayerChainIds backward_chain = chain_at_microbatch(trace, chain, profile, config.u_backward, plan);
+  const LayerChainIds forward_chain = config.u_forward == config.u_backward
+                                          ? backward_chain
+                                          : chain_at_microbatch(trace, chain, profile, config.u_forward, plan);
+  // Instances count microbatches of one size; the default samples/s (batch x instances) would miss the other size.
+  if (config.u_forward != trace_u || config.u_backward != trace_u)
+    plan.samples_per_iteration = options.minibatch;
+  emit_plan({forward_chain, backward_chain}, graph, mode,
             EmissionSwitches{.p2p = options.p2p,
                              .prefetch = options.prefetch,
                              .jit_update = options.jit_update,
@@ -129,11 +153,16 @@ ParamList<HarmonyOptions> harmony_params()
   return {
       param("gpus", &O::gpus, "GPUs N (0: the machine's)", {.min = 0}),
       param("minibatch", &O::minibatch, "samples per iteration D", {.min = 0}),
-      param("u_fwd", &O::u_fwd, "forward microbatch U_F (0: the trace's; other sizes not yet)", {.min = 0}),
-      param("u_bwd", &O::u_bwd, "backward microbatch U_B (0: the trace's; other sizes not yet)", {.min = 0}),
+      param("u_fwd", &O::u_fwd, "forward microbatch U_F (0: the trace's; another size needs `profile`)", {.min = 0}),
+      param("u_bwd", &O::u_bwd, "backward microbatch U_B (0: the trace's; another size needs `profile`)", {.min = 0}),
+      param("profile", &O::profile,
+            "the layer profile the trace was generated from (memsim-layer-profile JSON): U_F, U_B and the search "
+            "over any size it covers (empty: the trace's size only)"),
       param("pack_fwd", &O::pack_fwd, "forward packs P_F, e.g. 0-3,4-7 (layers before the last backward pack)"),
       param("pack_bwd", &O::pack_bwd, "backward packs P_B covering every layer, e.g. 0-3,4-7,8-11"),
-      param("search", &O::search, "find the packs with Harmony's search (balanced_time, reuse) at the trace's u"),
+      param("search", &O::search,
+            "find <U_F, P_F, U_B, P_B> with Harmony's search (balanced_time, reuse): over the sizes of `profile`, "
+            "else at the trace's u"),
       param("memory_cap", &O::memory_cap, "search: bytes per pack (0: the budget)", {.min = 0}),
       param("group", &O::group, "input-batch grouping: W loaded once per task (false: once per microbatch)"),
       param("jit_update", &O::jit_update, "CPU update right after each backward task (false: after the backward)"),

@@ -22,10 +22,14 @@ struct RankState {
 
 class Emitter {
 public:
-  Emitter(const LayerChainIds& chain, const TaskGraph& graph, Mode mode, const EmissionSwitches& switches, Plan& plan)
-      : chain_(chain), graph_(graph), mode_(mode), switches_(switches), plan_(plan), build_(plan),
-        ranks_(static_cast<std::size_t>(graph.gpus))
+  Emitter(const MicrobatchChains& chains, const TaskGraph& graph, Mode mode, const EmissionSwitches& switches,
+          Plan& plan)
+      : chain_(chains.backward), forward_chain_(chains.forward), graph_(graph), mode_(mode), switches_(switches),
+        plan_(plan), build_(plan), ranks_(static_cast<std::size_t>(graph.gpus)),
+        resplit_(chains.forward.x != chains.backward.x)
   {
+    if (resplit_)
+      place_resplit_inputs();
   }
 
   void run()
@@ -62,6 +66,10 @@ public:
 
 private:
   static int microbatches(const Task& task) { return static_cast<int>(task.microbatches.size()); }
+  const LayerChainIds& chain_of(const Task& task) const
+  {
+    return task.type == TaskType::forward ? forward_chain_ : chain_;
+  }
   int device_of(int task, int device) const
   {
     return mode_ == Mode::dp ? device : graph_.tasks[static_cast<std::size_t>(task)].rank;
@@ -109,8 +117,10 @@ private:
     if (how == Channel::p2p) {
       return build_.recv(tensor, from_device, {sends_.at({tensor, instance})}, device, instance);
     }
-    if (how != Channel::data)
-      throttle.push_back(host_copies_.at({tensor, instance}));
+    if (how != Channel::data) {
+      const Deps copies = host_copy(tensor, instance);
+      throttle.insert(throttle.end(), copies.begin(), copies.end());
+    }
     return build_.prefetch(tensor, throttle, device, instance);
   }
 
@@ -129,6 +139,57 @@ private:
     const StepId offload = build_.offload(tensor, {producer}, device, instance);
     host_copies_[{tensor, instance}] = offload;
     build_.free(tensor, {offload}, "d2h", device, instance);
+  }
+
+  // U_F != U_B: the host re-splits what forward microbatches leave for the backward into backward microbatches
+  // (Harmony's UBSConverter, a CPU copy that memsim's single host memory makes free). memsim's steps cannot move a
+  // host copy from one instance to another, so the backward microbatches' copies of those tensors are placed on the
+  // host from t = 0 (place_resplit_inputs), each prefetch waits for the offloads of the forward microbatches whose
+  // samples it holds (host_copy), and the forward copy is freed once offloaded (here). The host thus holds every
+  // re-split tensor from the start instead of from its forward: its peak, reached when the forward pass ends with
+  // all of them, is the same, plus the forward copies in flight.
+  void place_resplit_inputs()
+  {
+    for (const Task& task : graph_.tasks)
+      if (task.type == TaskType::backward && task.pack.first > 0)
+        plan_.initial_placement.push_back({std::nullopt, chain_.x[task.pack.first], Placement::host, std::nullopt});
+  }
+
+  void hand_to_backward(TensorId tensor, int instance, int device)
+  {
+    if (resplit_)
+      build_.free(tensor, {host_copies_.at({tensor, instance})}, fmt::format("host-free{}", device), kHostDevice,
+                  instance);
+  }
+
+  // The offloads a prefetch of the host copy of `tensor` (instance) waits for.
+  Deps host_copy(TensorId tensor, int instance) const
+  {
+    const auto own = host_copies_.find({tensor, instance});
+    if (own != host_copies_.end() || !resplit_)
+      return {host_copies_.at({tensor, instance})};
+    const auto layer = std::find(chain_.x.begin(), chain_.x.end(), tensor);
+    if (layer == chain_.x.end())
+      throw std::logic_error("re-split of a tensor that is no layer input");
+    const TensorId forward_tensor = forward_chain_.x[static_cast<std::size_t>(layer - chain_.x.begin())];
+    // Instances count microbatches rank by rank (dp: rank r's are r * count + i); samples are numbered within a rank.
+    const auto backward_count = static_cast<int>(graph_.microbatches_backward.size());
+    const auto forward_count = static_cast<int>(graph_.microbatches_forward.size());
+    const int rank = instance / backward_count;
+    const int local = instance % backward_count;
+    int first = 0;
+    for (int j = 0; j < local; ++j)
+      first += graph_.microbatches_backward[static_cast<std::size_t>(j)];
+    const int end = first + graph_.microbatches_backward[static_cast<std::size_t>(local)];
+    Deps offloads;
+    int start = 0;
+    for (int i = 0; i < forward_count; ++i) {
+      const int stop = start + graph_.microbatches_forward[static_cast<std::size_t>(i)];
+      if (start < end && first < stop)
+        offloads.push_back(host_copies_.at({forward_tensor, rank * forward_count + i}));
+      start = stop;
+    }
+    return offloads;
   }
 
   // Inputs wait for the previous microbatch's compute (one in flight) or, with prefetch, the one before it.
@@ -164,7 +225,7 @@ private:
       if (!switches_.group && i > 0)
         weights = reload_weights(pack, device, compute);
       MicrobatchStart start{instance, input_throttle(last_computes, weights), -1, {}};
-      start.input = bring_in(chain_.x[pack.first], instance, device, channel(task.input), from, start.throttle);
+      start.input = bring_in(chain_of(task).x[pack.first], instance, device, channel(task.input), from, start.throttle);
       if (i == 0 || !switches_.group)
         start.weights = weights;
       compute = emit(start);
@@ -177,27 +238,32 @@ private:
   {
     const Task& task = graph_.tasks[static_cast<std::size_t>(t)];
     const LayerPack pack = task.pack;
+    const LayerChainIds& chain = forward_chain_;
     const StepId last = for_each_microbatch(task, device, first_instance, [&](const MicrobatchStart& start) {
       StepId ready = start.input;
       StepId compute = -1;
       for (std::size_t l = pack.first; l <= pack.last; ++l) {
         Deps deps{ready};
         deps.insert(deps.end(), start.weights.begin(), start.weights.end());
-        compute = build_.compute(chain_.forward[l], deps, device, start.instance);
+        compute = build_.compute(chain.forward[l], deps, device, start.instance);
         const bool stashed =
             std::any_of(task.stashes.begin(), task.stashes.end(), [&](const auto& stash) { return stash.first == l; });
         // Stashed even when the host holds a copy (the data, a swapped-in input), as Harmony's FWD task does.
         if (stashed) {
-          const StepId offload = build_.offload(chain_.x[l], {ready}, device, start.instance);
-          host_copies_[{chain_.x[l], start.instance}] = offload;
-          build_.free(chain_.x[l], {offload, compute}, "d2h", device, start.instance);
+          const StepId offload = build_.offload(chain.x[l], {ready}, device, start.instance);
+          host_copies_[{chain.x[l], start.instance}] = offload;
+          build_.free(chain.x[l], {offload, compute}, "d2h", device, start.instance);
+          hand_to_backward(chain.x[l], start.instance, device);
         } else {
-          build_.free(chain_.x[l], {compute}, "compute", device, start.instance);
+          build_.free(chain.x[l], {compute}, "compute", device, start.instance);
         }
         ready = compute;
       }
       const int to = device_of(task.output.task, device);
-      hand_over(chain_.output(pack.last), start.instance, device, channel(task.output), to, compute);
+      const TensorId output = chain.output(pack.last);
+      hand_over(output, start.instance, device, channel(task.output), to, compute);
+      if (graph_.tasks[static_cast<std::size_t>(task.output.task)].type == TaskType::backward)
+        hand_to_backward(output, start.instance, device);
       return compute;
     });
     end_task(pack, device, last);
@@ -333,7 +399,8 @@ private:
     }
   }
 
-  const LayerChainIds& chain_;
+  const LayerChainIds& chain_;         // at U_B: the backward tasks' tensors and ops, and W, dW, K and the updates
+  const LayerChainIds& forward_chain_; // at U_F: the forward tasks' (the same W, dW, K and updates)
   const TaskGraph& graph_;
   Mode mode_;
   EmissionSwitches switches_;
@@ -344,18 +411,19 @@ private:
   std::map<std::pair<TensorId, int>, StepId> host_copies_; // (tensor, instance) -> the offload making the host copy
   std::map<std::size_t, StepId> gradient_out_;             // layer -> the offload of its dW
   StepId backward_end_ = -1;                               // without jit update: the last step of the backward
+  bool resplit_ = false;                                   // U_F != U_B: forward microbatches re-split on the host
 };
 
 } // namespace
 
-void emit_plan(const LayerChainIds& chain, const TaskGraph& graph, Mode mode, const EmissionSwitches& switches,
+void emit_plan(const MicrobatchChains& chains, const TaskGraph& graph, Mode mode, const EmissionSwitches& switches,
                Plan& plan)
 {
   plan.initial_placement = {{TensorKind::weight, std::nullopt, Placement::host, std::nullopt},
                             {TensorKind::optimizer_state, std::nullopt, Placement::host, std::nullopt},
                             {TensorKind::input, std::nullopt, Placement::host, std::nullopt}};
   plan.shared_across_instances = {TensorKind::weight, TensorKind::weight_grad, TensorKind::optimizer_state};
-  Emitter(chain, graph, mode, switches, plan).run();
+  Emitter(chains, graph, mode, switches, plan).run();
 }
 
 } // namespace memsim::harmony

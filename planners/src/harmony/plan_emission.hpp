@@ -18,10 +18,19 @@ struct EmissionSwitches {
   bool optimizer_offload = true; // false: the optimizer step on the updating GPU right after the backward task
 };
 
+// The chains forward tasks run (at U_F) and backward tasks run (at U_B): the same object when U_F = U_B, else two
+// chains sharing W, dW, K and the updates (microbatch_chain.hpp).
+struct MicrobatchChains {
+  const LayerChainIds& forward;
+  const LayerChainIds& backward;
+};
+
 // Appends the steps, placement and sharing rules to `plan`. pp: the graph's binding; dp: every GPU runs the graph's
 // list on its own `graph.microbatches_*` instances, dW all-reduced after each backward task, rank 0 swaps dW out and
-// updates. Forward and backward microbatches must be the trace's batch (U_F = U_B = u, u divides the samples).
-void emit_plan(const LayerChainIds& chain, const TaskGraph& graph, Mode mode, const EmissionSwitches& switches,
+// updates. Every forward and backward microbatch has the size of its chain (U_F and U_B divide the samples of a
+// rank). Instances number forward and backward microbatches separately (their tensors differ when U_F != U_B); with
+// U_F != U_B every tensor a forward leaves for the backward goes through the host and is re-split there.
+void emit_plan(const MicrobatchChains& chains, const TaskGraph& graph, Mode mode, const EmissionSwitches& switches,
                Plan& plan);
 
 } // namespace memsim::harmony
