@@ -8,13 +8,14 @@
 namespace memsim::planning {
 
 Plan all_fused_capuchin(const Trace& trace, const Machine& machine, std::uint64_t budget_bytes,
-                        const FusedModels& options, OffloadRelease offload_release, const char* planner)
+                        const FusedModels& options, const SwapChoiceParams& choice, const char* planner)
 {
   const Trace fused = fused_copies(trace, options.models, options, planner);
   CapuchinOptions scheduling;
   scheduling.planner = planner;
   scheduling.budget_bytes = budget_bytes;
-  scheduling.offload_release = offload_release;
+  scheduling.offload_release = choice.release();
+  scheduling.idle_metric = choice.metric();
   const CapuchinSchedule schedule = schedule_capuchin(fused, machine, scheduling);
 
   Plan plan;

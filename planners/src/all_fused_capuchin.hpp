@@ -6,6 +6,7 @@
 // array, A5).
 #include "capuchin_schedule.hpp"
 #include "fused_models_param.hpp"
+#include "swap_choice_params.hpp"
 
 #include "memsim/hwmodels/machine.hpp"
 #include "memsim/planners/plan.hpp"
@@ -18,6 +19,6 @@ namespace memsim::planning {
 // All `options.models` models, fused under `options.fusion`. Throws Infeasible when the candidates run out. `planner`
 // names it in messages.
 Plan all_fused_capuchin(const Trace& trace, const Machine& machine, std::uint64_t budget_bytes,
-                        const FusedModels& options, OffloadRelease offload_release, const char* planner);
+                        const FusedModels& options, const SwapChoiceParams& choice, const char* planner);
 
 } // namespace memsim::planning

@@ -4,6 +4,7 @@
 // plan's extras as one scoped instance, as hfta's subsets do.
 #include "all_fused_capuchin.hpp"
 #include "fused_models_param.hpp"
+#include "swap_choice_params.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/planner.hpp"
@@ -13,17 +14,12 @@
 namespace memsim {
 namespace {
 
-struct HftaCapuchinOptions : planning::FusedModels {
-  std::string offload_release = "safe";
-};
+struct HftaCapuchinOptions : planning::FusedModels, planning::SwapChoiceParams {};
 
 Plan plan_hfta_capuchin(const Trace& trace, const Machine& machine, const PlanRequest& request,
                         const HftaCapuchinOptions& options)
 {
-  return planning::all_fused_capuchin(trace, machine, request.budget_bytes, options,
-                                      options.offload_release == "paper" ? planning::OffloadRelease::paper
-                                                                         : planning::OffloadRelease::safe,
-                                      "hfta-capuchin");
+  return planning::all_fused_capuchin(trace, machine, request.budget_bytes, options, options, "hfta-capuchin");
 }
 
 } // namespace
@@ -34,11 +30,8 @@ MEMSIM_REGISTER_PLANNER(hfta_capuchin, "hfta-capuchin",
                         "the cheaper wins) and no multiplexing, until the plan fits on the fast engine; records "
                         "`partition` (\"N\"), `swapped_bytes`, `recomputed_bytes`, `swaps`, `recomputes`, `decisions`",
                         {planning::models_param<HftaCapuchinOptions>(), planning::fusion_param<HftaCapuchinOptions>(),
-                         param("offload_release", &HftaCapuchinOptions::offload_release,
-                               "when the scheduler's memory replay stops counting an offloaded tensor: safe = once "
-                               "the op running when its D2H ends has finished; paper = at its last forward use "
-                               "(Alg. G)",
-                               {.choices = {"safe", "paper"}})},
+                         planning::offload_release_param<HftaCapuchinOptions>(),
+                         planning::idle_metric_param<HftaCapuchinOptions>()},
                         plan_hfta_capuchin);
 
 } // namespace memsim

@@ -6,6 +6,7 @@
 #include "engine_comparison.hpp"
 #include "planner_test_support.hpp"
 #include "test_traces.hpp"
+#include "trace_builder.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/hwmodels/fuse.hpp"
@@ -218,6 +219,57 @@ TEST(HftaCapuchin, BelowWhatTheLargestOpNeedsIsInfeasible)
     EXPECT_THAT(error.what(), HasSubstr("hfta-capuchin"));
   }
   EXPECT_THROW((void)capuchin(trace, keep_all_peak(trace), test::one_gpu_machine(), 0), InputError);
+}
+
+// A11: the swap candidate is the one idle longest, under the chosen metric. a0 (from f0) is read again by f3, a skip
+// connection, then by b3 and b1; a1 by f2 and b2; a2 by f3 and b3. f1 and f2 take 5 ms, the rest of the forward 1 ms,
+// backward ops 2 ms. Idle from the last forward access (inactive): a0 1 ms (the loss), a1 4 ms (f3, loss, b3), a2
+// 1 ms: a1. From the producer (produced): a0 12 ms (f1, f2, f3, loss), a1 9 ms, a2 2 ms: a0. free_time subtracts the
+// same 20 µs from every 1 MB tensor: a1. The 100 GB/s link hides every swap, which recomputing (>= 1 ms) cannot beat.
+// Gradients are small, so the keep-all peak is at the loss (x, a0..a3); offloads leave at their last forward use
+// (Alg. G), so swapping a1 alone fits one byte under it, and after a0 (still resident through f3) a1 follows.
+TEST(HftaCapuchin, TheIdleMetricPicksTheSwapCandidate)
+{
+  test::TraceBuilder build("skip");
+  const TensorId x = build.tensor("x", MB, TensorKind::input);
+  const TensorId w = build.tensor("w", 1000, TensorKind::weight);
+  const TensorId a0 = build.tensor("a0", MB), a1 = build.tensor("a1", MB), a2 = build.tensor("a2", MB);
+  const TensorId a3 = build.tensor("a3", MB);
+  const TensorId g3 = build.tensor("g3", 1000, TensorKind::gradient),
+                 g2 = build.tensor("g2", 1000, TensorKind::gradient);
+  const TensorId g1 = build.tensor("g1", 1000, TensorKind::gradient),
+                 g0 = build.tensor("g0", 1000, TensorKind::gradient);
+  const TensorId dw = build.tensor("dw", 1000, TensorKind::weight_grad);
+  build.op("f0", "linear", Phase::forward, {x, w}, {a0}, 0.001);
+  build.op("f1", "linear", Phase::forward, {a0}, {a1}, 0.005);
+  build.op("f2", "linear", Phase::forward, {a1}, {a2}, 0.005);
+  build.op("f3", "linear", Phase::forward, {a2, a0}, {a3}, 0.001);
+  build.op("loss", "loss", Phase::loss, {a3}, {g3}, 0.001);
+  build.op("b3", "linear_backward", Phase::backward, {g3, a2, a0}, {g2}, 0.002);
+  build.op("b2", "linear_backward", Phase::backward, {g2, a1}, {g1}, 0.002);
+  build.op("b1", "linear_backward", Phase::backward, {g1, a0}, {g0}, 0.002);
+  build.op("b0", "linear_backward", Phase::backward, {g0, x, w}, {dw}, 0.002);
+  validate_trace(build.trace, "skip");
+  const Machine fast_link = test::one_gpu_machine(1ull << 34, 100e9);
+  const std::uint64_t budget = keep_all_peak(build.trace) - 1;
+  auto first_decision = [&](const char* metric) {
+    PlanRequest request;
+    request.budget_bytes = budget;
+    request.params = {{"idle_metric", metric}, {"offload_release", "paper"}};
+    const Plan plan = make_plan("hfta-capuchin", build.trace, fast_link, request);
+    validate_plan(plan, build.trace, 1, "hfta-capuchin");
+    const RunResult run = simulate_fast(build.trace, fast_link, plan);
+    EXPECT_FALSE(run.error) << metric;
+    EXPECT_LE(run.metrics.peak_device_bytes, budget) << metric;
+    return decisions(plan).at(0);
+  };
+  EXPECT_EQ(first_decision("inactive"), "swap a1");
+  EXPECT_EQ(first_decision("produced"), "swap a0");
+  EXPECT_EQ(first_decision("free_time"), "swap a1");
+  PlanRequest unknown;
+  unknown.budget_bytes = budget;
+  unknown.params = {{"idle_metric", "idle"}};
+  EXPECT_THROW(make_plan("hfta-capuchin", build.trace, fast_link, unknown), InputError);
 }
 
 TEST(HftaCapuchin, SamePlanTwice)

@@ -11,6 +11,7 @@
 #include "../fused_copies.hpp"
 #include "../fused_extras.hpp"
 #include "../fused_models_param.hpp"
+#include "../swap_choice_params.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/planner.hpp"
@@ -25,19 +26,13 @@
 namespace memsim {
 namespace {
 
-struct MuTwoOptions : planning::FusedModels {
+struct MuTwoOptions : planning::FusedModels, planning::SwapChoiceParams {
   std::string partitions = "paper";
   bool include_full_fusion = true;
   std::string pair_mode = "ring";
   bool multiplex = true;
   int cycles = 3;
-  std::string offload_release = "safe";
 };
-
-planning::OffloadRelease release_of(const MuTwoOptions& options)
-{
-  return options.offload_release == "paper" ? planning::OffloadRelease::paper : planning::OffloadRelease::safe;
-}
 
 // A ring of fused sub-arrays as a plan on the original trace: the unrolled ring in the extras, one instance.
 Plan ring_plan(const Trace& trace, const Machine& machine, const PlanRequest& request, const MuTwoOptions& options,
@@ -52,7 +47,8 @@ Plan ring_plan(const Trace& trace, const Machine& machine, const PlanRequest& re
     graphs.push_back(&fused.at(size));
   planning::mu_two::RingOptions scheduling;
   scheduling.budget_bytes = request.budget_bytes;
-  scheduling.offload_release = release_of(options);
+  scheduling.offload_release = options.release();
+  scheduling.idle_metric = options.metric();
   scheduling.cycles = options.cycles;
   scheduling.multiplex = options.multiplex;
   planning::mu_two::RingSchedule schedule = planning::mu_two::schedule_ring(graphs, machine, scheduling);
@@ -96,9 +92,9 @@ Plan plan_mu_two(const Trace& trace, const Machine& machine, const PlanRequest& 
     nlohmann::json row = {{"partition", name}};
     try {
       // The single sub-array {N} holds all options.models models.
-      Plan plan = sizes.size() == 1 ? planning::all_fused_capuchin(trace, machine, request.budget_bytes, options,
-                                                                   release_of(options), "mu-two")
-                                    : ring_plan(trace, machine, request, options, sizes);
+      Plan plan = sizes.size() == 1
+                      ? planning::all_fused_capuchin(trace, machine, request.budget_bytes, options, options, "mu-two")
+                      : ring_plan(trace, machine, request, options, sizes);
       plan.budget_bytes = request.budget_bytes;
       SimOptions simulation;
       simulation.record_timeline = false;
@@ -152,10 +148,7 @@ MEMSIM_REGISTER_PLANNER(
            "move forward ops of the next sub-array into a backward to hide prefetches (false: BW_j, then FW_{j+1})"),
      param("cycles", &MuTwoOptions::cycles, "ring cycles emitted; the steady iteration is their mean from the second",
            {.min = 1, .max = 64}),
-     param("offload_release", &MuTwoOptions::offload_release,
-           "when the scheduler's memory replay stops counting an offloaded tensor: safe = once the op running when its "
-           "D2H ends has finished; paper = at its last forward use (Alg. G)",
-           {.choices = {"safe", "paper"}})},
+     planning::offload_release_param<MuTwoOptions>(), planning::idle_metric_param<MuTwoOptions>()},
     plan_mu_two);
 
 } // namespace memsim
