@@ -774,6 +774,11 @@ CellResult run_cell(const Cell& cell)
   options.allocator = cell.allocator;
   const RunResult run = simulate(planned, machine, plan, options);
   result.metrics = run.metrics;
+  // A planner that records its configuration's own peak before optimization (mu-two's sub-arrays, hfta's subsets)
+  // replaces the whole trace's keep-all peak (Fig. 9d).
+  if (plan.params.is_object() && plan.params.contains("keep_all_peak_bytes"))
+    result.excess_peak_ratio =
+        plan.params["keep_all_peak_bytes"].get<double>() / static_cast<double>(machine.gpus.at(0).memory);
   if (plan.params.is_object() && plan.params.contains("partition"))
     result.partition = plan.params["partition"].is_string() ? plan.params["partition"].get<std::string>()
                                                             : plan.params["partition"].dump();

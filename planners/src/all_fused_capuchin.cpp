@@ -3,6 +3,8 @@
 #include "fused_copies.hpp"
 #include "fused_extras.hpp"
 
+#include "memsim/sim/trace_analysis.hpp"
+
 #include <fmt/format.h>
 
 namespace memsim::planning {
@@ -35,6 +37,8 @@ Plan all_fused_capuchin(const Trace& trace, const Machine& machine, std::uint64_
                          {"overhead_s", choice.overhead_s}});
   }
   plan.params["partition"] = fmt::format("{}", options.models);
+  plan.params["keep_all_peak_bytes"] = TraceAnalysis(fused).default_profile().peak_bytes; // before optimization
+
   plan.params["swapped_bytes"] = schedule.swapped_bytes;
   plan.params["recomputed_bytes"] = schedule.recomputed_bytes;
   plan.params["swaps"] = swaps;

@@ -140,6 +140,7 @@ Plan plan_hfta(const Trace& trace, const Machine& machine, const PlanRequest& re
   plan.estimate.peak_bytes = peak;
   plan.params["partition"] = planning::mu_two::partition_text(sizes);
   plan.params["largest_fused"] = largest;
+  plan.params["keep_all_peak_bytes"] = peak; // the configuration's peak before any memory optimization (Fig. 9d)
   // Each subset is one instance that trains several models: the core's default (samples x instances) would count
   // subsets, not models.
   if (const std::optional<std::int64_t> samples = trace_samples_per_iteration(trace))

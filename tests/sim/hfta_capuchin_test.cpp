@@ -90,6 +90,7 @@ TEST(HftaCapuchin, AtOrAboveTheKeepAllPeakOneModelIsKeepAll)
     EXPECT_NEAR(result->metrics.iteration_time_s, keep_all.metrics.iteration_time_s, 1e-12);
   }
   EXPECT_NEAR(*plan.estimate.iteration_time_s, keep_all.metrics.iteration_time_s, 1e-12);
+  EXPECT_EQ(plan.params["keep_all_peak_bytes"].get<std::uint64_t>(), budget);
 }
 
 // One byte under the keep-all peak (reached at the loss, a0..a3 and the loss gradient resident) one activation
@@ -170,6 +171,7 @@ TEST(HftaCapuchin, BudgetsBelowKeepAllFitOnBothEngines)
       const auto budget = static_cast<std::uint64_t>(fraction * static_cast<double>(peak));
       const Plan plan = capuchin(trace, budget, test::one_gpu_machine(), models);
       EXPECT_EQ(plan.params["partition"], std::to_string(models));
+      EXPECT_EQ(plan.params["keep_all_peak_bytes"].get<std::uint64_t>(), peak); // before optimization
       const RunResult fast = simulate_fast(trace, test::one_gpu_machine(), plan);
       ASSERT_FALSE(fast.error) << fast.error->message;
       EXPECT_LE(fast.metrics.peak_device_bytes, budget) << models << " models at " << fraction;

@@ -107,6 +107,8 @@ TEST(Hfta, PeakStaysWithinTheBudgetForEveryN)
       ASSERT_FALSE(result.error) << result.error->message;
       EXPECT_LE(result.metrics.peak_device_bytes, budget) << models << " models";
       EXPECT_EQ(result.metrics.peak_device_bytes, *plan.estimate.peak_bytes) << models << " models";
+      // HFTA optimizes no memory: its subsets' keep-all peak is the configuration's before optimization too.
+      EXPECT_EQ(plan.params["keep_all_peak_bytes"].get<std::uint64_t>(), result.metrics.peak_device_bytes);
       EXPECT_NEAR(result.metrics.iteration_time_s, *plan.estimate.iteration_time_s, 1e-12);
     }
 }

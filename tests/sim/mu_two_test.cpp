@@ -93,6 +93,8 @@ TEST(MuTwo, WithRoomForEverythingTheRingIsKeepAll)
   ASSERT_TRUE(plan.estimate.iteration_time_s);
   EXPECT_NEAR(*plan.estimate.iteration_time_s, run.metrics.steady_iteration_time_s, 1e-9);
   EXPECT_EQ(run.metrics.iteration_times_s.size(), 3u);
+  // Nothing was optimized: the ring's keep-all peak (Fig. 9d's pre-optimization peak) is the plan's.
+  EXPECT_EQ(plan.params["keep_all_peak_bytes"].get<std::uint64_t>(), run.metrics.peak_device_bytes);
 }
 
 TEST(MuTwo, TheSingleSubArrayIsHftaCapuchin)

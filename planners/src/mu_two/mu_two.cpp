@@ -16,6 +16,7 @@
 #include "memsim/common/error.hpp"
 #include "memsim/planners/planner.hpp"
 #include "memsim/sim/simulator.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 
 #include <fmt/format.h>
 
@@ -76,6 +77,9 @@ Plan ring_plan(const Trace& trace, const Machine& machine, const PlanRequest& re
   plan.params["recomputes"] = recomputes;
   plan.params["swap_cases"] = cases;
   plan.params["multiplexed_ops"] = schedule.multiplexed_ops;
+  // Before any memory optimization (Fig. 9d): the ring of these sub-arrays, unmultiplexed, keeping everything.
+  plan.params["keep_all_peak_bytes"] =
+      TraceAnalysis(planning::mu_two::build_ring_trace(graphs, options.cycles).trace).default_profile().peak_bytes;
   if (const std::optional<std::int64_t> samples = trace_samples_per_iteration(trace))
     plan.samples_per_iteration = *samples * options.models;
   return plan;

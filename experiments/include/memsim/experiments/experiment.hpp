@@ -141,8 +141,9 @@ struct CellResult {
   std::string reason; // when infeasible
   double ideal_time_s = 0;
   Metrics metrics;
-  // The keep-all (default schedule) peak of the cell's workload over the GPU's memory (μ-TWO's Fig. 9d: how far the
-  // configuration is over the GPU before any memory optimization).
+  // The keep-all (default schedule) peak of the cell's configuration over the GPU's memory (μ-TWO's Fig. 9d: how far
+  // it is over the GPU before any memory optimization): the plan's `keep_all_peak_bytes` when its planner records
+  // one (hfta's largest subset, hfta-capuchin's N fused, mu-two's chosen sub-arrays), else the workload's.
   double excess_peak_ratio = 0;
   // The plan's `partition` parameter when its planner records one (hfta, hfta-capuchin, mu-two), else "".
   std::string partition;
