@@ -120,6 +120,7 @@ PlannerChoice load_planner(const yaml_io::Node& node)
   if (params_node)
     for (const auto& [key, value_node] : params_node->entries())
       given[key] = checked_param(registry, *info, key, value_node);
+  choice.fusion_given = given.contains("fusion");
   try {
     choice.params = registry.complete_params(*info, given);
   } catch (const InputError& error) {
@@ -296,6 +297,25 @@ std::vector<std::int64_t> load_axis_values(const yaml_io::Node& node, const std:
   return values;
 }
 
+// The planners that fuse the single model themselves (hfta, hfta-capuchin, mu-two) fuse as the models axis does,
+// unless the experiment gave them their own `fusion`; measured recordings are files they cannot read.
+void fuse_planners_alike(std::vector<PlannerChoice>& planners, const yaml_io::Node& fusion_node)
+{
+  const std::string fusion = fusion_node.as_string();
+  for (PlannerChoice& choice : planners) {
+    const PlannerInfo& info = planner_registry().get(choice.name);
+    const bool fuses = std::any_of(info.params.begin(), info.params.end(),
+                                   [](const ParamSpec& spec) { return spec.name == "fusion"; });
+    if (!fuses || choice.fusion_given)
+      continue;
+    if (parse_fusion_model(fusion) == FusionModel::measured)
+      fusion_node.fail(fmt::format("planner '{}' fuses the models itself and cannot read recorded fused traces; give "
+                                   "it params: {{fusion: efficiency}} or {{fusion: batch-proxy}}",
+                                   choice.label));
+    choice.params["fusion"] = fusion;
+  }
+}
+
 // How a models axis fuses: sweep.fusion (`memsim gen fuse --fusion`) and, for measured, sweep.fused_traces (the
 // recordings' directory, relative to the experiment file).
 struct AxisFusion {
@@ -461,6 +481,8 @@ Experiment load_experiment(const std::filesystem::path& path, const std::filesys
         sweep.at("models").fail("a search experiment searches its own axis: it cannot also sweep the models");
       experiment.models =
           load_axis_values(sweep.at("models"), "models", "a number of models", std::numeric_limits<int>::max());
+      if (sweep.has("fusion"))
+        fuse_planners_alike(experiment.planners, sweep.at("fusion"));
       experiment.workloads =
           workloads_along(experiment.workloads, ScaleAxis::models, experiment.models, experiment.machine, fusion);
     }

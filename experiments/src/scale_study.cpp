@@ -228,8 +228,12 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
   PlanRequest request;
   request.budget_bytes = study.budget_bytes;
   request.params = study.planner_params;
-  if (fuses_itself)
+  if (fuses_itself) {
     request.params["models"] = value;
+    // Fused as the axis fuses, unless the parameters say otherwise (measured: the planner refuses, naming why).
+    if (study.fusion != FusionModel::efficiency && !request.params.contains("fusion"))
+      request.params["fusion"] = study.fusion == FusionModel::measured ? "measured" : "batch-proxy";
+  }
   ProbeOutcome outcome;
   Plan plan;
   try {

@@ -408,6 +408,22 @@ TEST_F(LoaderTest, ModelsSweepCanReadTheMeasuredFusedTraces)
               ::testing::HasSubstr("no recorded fused trace of 3 models of 'chain4'"));
 }
 
+// sweep.fusion reaches the planners that fuse the single model themselves, unless the experiment gave them their own
+// `fusion`; they cannot read measured recordings, a located error. keep-all has no such parameter.
+TEST_F(LoaderTest, ModelsSweepFusionReachesThePlannersThatFuse)
+{
+  const std::string planners = "planners: [keep-all, hfta, {name: mu-two, label: own, params: {fusion: efficiency}}]\n";
+  const Experiment proxy = load(head() + planners + "sweep: {models: [2], fusion: batch-proxy}\n");
+  EXPECT_FALSE(proxy.planners[0].params.contains("fusion"));
+  EXPECT_EQ(proxy.planners[1].params["fusion"], "batch-proxy");
+  EXPECT_EQ(proxy.planners[2].params["fusion"], "efficiency");
+  const Experiment plain = load(head() + planners + "sweep: {models: [2]}\n");
+  EXPECT_EQ(plain.planners[1].params["fusion"], "efficiency");
+  EXPECT_THAT(error_of(head() + "planners: [hfta]\n" + "sweep: {models: [2], fusion: measured, fused_traces: f}\n"),
+              ::testing::HasSubstr("sweep.fusion: planner 'hfta' fuses the models itself and cannot read recorded "
+                                   "fused traces"));
+}
+
 // A planner that fuses the models itself (hfta declares `models`) gets the single model with models = N; keep-all
 // gets the N-model fused trace. With room for two models: at N = 2 both are the same fused array; at N = 5 keep-all
 // does not fit and hfta trains 2+2+1, taking 2 T(2) + T(1), and every model's batch counts in samples_per_s.

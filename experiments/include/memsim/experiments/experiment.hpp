@@ -42,9 +42,10 @@ struct Workload {
 };
 
 struct PlannerChoice {
-  std::string label;     // the `planner` column: the label, or the planner's name
-  std::string name;      // registry name
-  nlohmann::json params; // validated and completed with defaults
+  std::string label;         // the `planner` column: the label, or the planner's name
+  std::string name;          // registry name
+  nlohmann::json params;     // validated and completed with defaults
+  bool fusion_given = false; // the experiment set its `fusion`: a models axis's sweep.fusion does not replace it
 };
 
 // One value of the budget axis: absolute bytes, or a fraction of each workload's default-schedule peak.
