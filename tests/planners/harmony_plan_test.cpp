@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -210,6 +211,38 @@ TEST(HarmonyPlan, DataParallelMovesTwoWeightsMinusTheLastPackPerGpu)
     EXPECT_EQ(out[0], W);
     EXPECT_EQ(out[1], 0u);
   }
+}
+
+// The paper's count of Harmony DP (spec A2: every GPU swaps out once, 3N|W|): gradient_out=every_rank. Each GPU
+// loads 2|W| - |W_last| as above and swaps |W| of dW out; the host keeps one copy, so its peak is unchanged, and the
+// CPU updates wait for the later of the two offloads.
+TEST(HarmonyPlan, DataParallelPaperVariantSwapsGradientsOutOfEveryGpu)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const nlohmann::json params{{"minibatch", 8}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}};
+  nlohmann::json paper = params;
+  paper["gradient_out"] = "every_rank";
+  const Runs code_runs = simulate_both(trace, machine, harmony_plan("harmony-dp", trace, machine, params));
+  const Runs runs = simulate_both(trace, machine, harmony_plan("harmony-dp", trace, machine, paper));
+  report("harmony-dp gradient_out=every_rank N=2 R=4 D=8", harmony_plan("harmony-dp", trace, machine, paper), runs);
+  const std::uint64_t W = total_weight(profile);
+  const std::uint64_t last = total_weight(profile, 2);
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "w.", 2),
+              (std::vector<std::uint64_t>{2 * W - last, 2 * W - last}));
+    EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "dw.", 2), (std::vector<std::uint64_t>{W, W}));
+    EXPECT_EQ(sum(weight_traffic(*run, 2)), 2 * (3 * W - last));
+    EXPECT_EQ(run->metrics.peak_host_bytes, code_runs.fast.metrics.peak_host_bytes);
+  }
+  // The updates wait for both offloads: never earlier than with one.
+  EXPECT_GE(runs.fast.metrics.iteration_time_s, code_runs.fast.metrics.iteration_time_s);
+  // pp has one copy of each pack: the switch changes nothing there.
+  nlohmann::json pp = paper;
+  pp["pack_fwd"] = "0-1";
+  EXPECT_EQ(plan_to_json(harmony_plan("harmony-pp", trace, machine, pp)).at("steps"),
+            plan_to_json(harmony_plan("harmony-pp", trace, machine, params)).at("steps"));
 }
 
 // Wrap-around binding of one-layer packs over N = 1..8 GPUs: every plan runs to the end (no deadlock) on the fast
@@ -434,6 +467,75 @@ TEST(SwapBaselines, DropEveryActivationHostCopyOnce)
     peak_host[m / 4] = simulate_both(trace, machine, plan).fast.metrics.peak_host_bytes;
   }
   EXPECT_EQ(peak_host[1] - peak_host[0], 2 * 2 * data);
+}
+
+// The swap baselines' estimates (swap_estimate.hpp: Harmony's estimator bandwidths, per layer max(compute,
+// swap-in, swap-out), passes composed by the schedule), worked out by hand. bw_swap = 11.5 GiB/s shared by N GPUs,
+// bw_p2p = 8.2 GiB/s.
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// The uniform chain is compute-bound (its largest per-layer transfer, 20 MB in, takes 3.2 ms at 5.75 GiB/s; a
+// backward takes 20 ms), so the estimate is the schedule's composition of the op times: forward 10 ms, backward
+// 20 ms, update 5 ms per layer. N = 2, D = 8, u = 2.
+TEST(SwapBaselines, EstimatesComposeTheScheduleWhenComputeBound)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const auto estimate = [&](const std::string& planner) {
+    const Plan plan = harmony_plan(planner, trace, machine, {{"minibatch", 8}});
+    EXPECT_TRUE(plan.params.contains("estimate_model")) << planner;
+    return plan.estimate.iteration_time_s.value_or(-1);
+  };
+  // dp-swap: m = 2 per GPU: 2 x (40 + 80) ms, 4 updates of 5 ms, and each layer's all-reduce 2 (N-1)/N |dW| over
+  // p2p: 3 x 4 MB + 2 MB.
+  EXPECT_NEAR(estimate("dp-swap"), 2 * (0.040 + 0.080) + 4 * 0.005 + 14e6 / (8.2 * kGiB), 1e-12);
+  // Stages 0-1 and 2-3, m = 4. Stage 1's forward receives x.2 (2 MB) and stage 0's backward dx.2 over p2p (r).
+  // GPipe: forwards (20) + (20 + r) + 3 (20 + r), backwards (40 + r) + 40 + 3 (40 + r), updates 2 x 5 ms.
+  const double r = 2e6 / (8.2 * kGiB);
+  EXPECT_NEAR(estimate("gpipe-swap"), (0.040 + r + 3 * (0.020 + r)) + (0.080 + r + 3 * (0.040 + r)) + 0.010, 1e-12);
+  // 1F1B: both stages take 60 ms + r per microbatch: 2 (0.060 + r) + 3 (0.060 + r) + updates.
+  EXPECT_NEAR(estimate("pipedream2bw-swap"), 5 * (0.060 + r) + 0.010, 1e-12);
+}
+
+// Two layers of 100 MB weights and 100 MB inputs on one GPU, one microbatch: the transfers bound most layers.
+// Per layer, what LayerSwapEmitter moves (dp-swap, no recompute): forward l: in W.l (+ the data x.0), out s.l (+
+// x.l for l > 0, + the loss after the last layer); backward l: in W.l, x.l, its output, s.l, out dW.l; update l:
+// in dW.l, W.l, K.l, out W.l, K.l.
+TEST(SwapBaselines, EstimateTakesTheSlowerOfComputeAndEachDirection)
+{
+  LayerProfile profile;
+  profile.model = "heavy";
+  profile.sampled_forward = {1};
+  profile.sampled_backward = {1};
+  ProfiledMicrobatch sample;
+  constexpr std::uint64_t kHeavy = 100 * kMB;
+  for (int l = 0; l < 2; ++l) {
+    profile.layers.push_back({"layer" + std::to_string(l), kHeavy, 0, 2 * kHeavy, 0.005, kHeavy});
+    sample.forward_time_s.push_back(0.010);
+    sample.backward_time_s.push_back(0.030);
+    sample.forward_peak_bytes.push_back(static_cast<std::int64_t>(4 * kHeavy));
+    sample.backward_peak_bytes.push_back(static_cast<std::int64_t>(8 * kHeavy));
+    sample.input_bytes.push_back(kHeavy);
+  }
+  profile.microbatches.emplace(1, sample);
+  const Trace trace = layer_chain_trace(profile, 1);
+  const LayerChainIds chain = layer_chain_ids(trace, "heavy");
+  const auto bytes = [&](std::optional<TensorId> tensor) { return static_cast<double>(trace.tensor(*tensor).bytes); };
+  const double s0 = bytes(chain.saved[0]);
+  const double s1 = bytes(chain.saved[1]);
+  const double loss = bytes(chain.loss);
+  const double H = static_cast<double>(kHeavy);
+  const double share = 11.5 * kGiB;
+  const auto slowest = [&](double compute, double in, double out) {
+    return std::max({compute, in / share, out / share});
+  };
+  const double forward = slowest(0.010, 2 * H, s0) + slowest(0.010, H, s1 + H + loss);
+  const double backward = slowest(0.020, 3 * H + s0, H) + slowest(0.020, 2 * H + loss + s1, H);
+  const double update = 2 * slowest(0.005, 4 * H, 3 * H);
+  ASSERT_GT(2 * H / share, 0.010); // the data and W.0 outlast layer 0's forward
+  const Plan plan = harmony_plan("dp-swap", trace, switched_machine(1), {{"minibatch", 1}});
+  EXPECT_NEAR(plan.estimate.iteration_time_s.value_or(-1), forward + backward + update, 1e-12);
 }
 
 TEST(HarmonyPlan, Deterministic)

@@ -6,6 +6,7 @@
 // the optimizer step on the GPU, d2h W and K. Weight traffic per GPU is (4m + 2)|W| (W and dW, in and out).
 // recompute=true swaps out only each layer's input and recomputes the layer's forward before its backward.
 #include "swap_emitter.hpp"
+#include "swap_estimate.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/planner.hpp"
@@ -27,8 +28,8 @@ Plan plan_dp_swap(const Trace& trace, const Machine& machine, const PlanRequest&
   Plan plan;
   harmony::init_swap_plan(plan);
   const int microbatches = options.minibatch / (gpus * u);
-  harmony::LayerSwapEmitter emit(chain, gpus,
-                                 options.recompute ? harmony::Recompute::per_layer : harmony::Recompute::none, plan);
+  const harmony::Recompute recompute = options.recompute ? harmony::Recompute::per_layer : harmony::Recompute::none;
+  harmony::LayerSwapEmitter emit(chain, gpus, recompute, plan);
   std::vector<int> replicas;
   for (int gpu = 0; gpu < gpus; ++gpu)
     replicas.push_back(gpu);
@@ -39,6 +40,11 @@ Plan plan_dp_swap(const Trace& trace, const Machine& machine, const PlanRequest&
       emit.backward(whole, gpu * microbatches + i, i > 0);
     }
   emit.update(0, chain.layers() - 1, replicas);
+  const harmony::SwapStage whole{0, chain.layers() - 1, 0, -1, -1};
+  plan.estimate.iteration_time_s =
+      harmony::compose_data_parallel(harmony::stage_pass_times(trace, chain, whole, recompute, gpus, gpus),
+                                     microbatches);
+  plan.params["estimate_model"] = harmony::kSwapEstimateModel;
   plan.params["configuration"] = {
       {"gpus", gpus}, {"minibatch", options.minibatch}, {"microbatch", u}, {"microbatches_per_gpu", microbatches}};
   return plan;

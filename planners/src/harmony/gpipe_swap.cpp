@@ -9,6 +9,7 @@
 // pipedream2bw-swap: "2BW Swap", the same stages and swapping in PipeDream's 1F1B order; within one iteration every
 // microbatch uses the same weights, so 2BW's second weight version is not modelled.
 #include "swap_emitter.hpp"
+#include "swap_estimate.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/estimator.hpp"
@@ -88,6 +89,7 @@ struct Pass {
   bool forward = true;
 };
 using PassOrder = std::vector<Pass> (*)(int stages, int microbatches);
+using Composition = double (*)(const std::vector<harmony::StagePassTimes>& stages, int microbatches);
 
 // GPipe: all forwards through the pipeline, then all backwards (the flush).
 std::vector<Pass> gpipe_order(int stages, int microbatches)
@@ -152,7 +154,7 @@ std::vector<Pass> one_forward_one_backward_order(int stages, int microbatches)
 }
 
 Plan plan_pipeline_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
-                        const harmony::SwapBaselineOptions& options, PassOrder order)
+                        const harmony::SwapBaselineOptions& options, PassOrder order, Composition compose)
 {
   const LayerChainIds chain = layer_chain_ids(trace, trace.name);
   const int gpus = harmony::swap_baseline_gpus(options.gpus, machine);
@@ -175,8 +177,8 @@ Plan plan_pipeline_swap(const Trace& trace, const Machine& machine, const PlanRe
 
   Plan plan;
   harmony::init_swap_plan(plan);
-  harmony::LayerSwapEmitter emit(chain, gpus,
-                                 options.recompute ? harmony::Recompute::per_stage : harmony::Recompute::none, plan);
+  const harmony::Recompute recompute = options.recompute ? harmony::Recompute::per_stage : harmony::Recompute::none;
+  harmony::LayerSwapEmitter emit(chain, gpus, recompute, plan);
   for (const Pass& pass : order(gpus, microbatches)) {
     const harmony::SwapStage& stage = stages[static_cast<std::size_t>(pass.stage)];
     if (pass.forward)
@@ -186,6 +188,11 @@ Plan plan_pipeline_swap(const Trace& trace, const Machine& machine, const PlanRe
   }
   for (const harmony::SwapStage& stage : stages)
     emit.update(stage.first, stage.last, {stage.gpu});
+  std::vector<harmony::StagePassTimes> times;
+  for (const harmony::SwapStage& stage : stages)
+    times.push_back(harmony::stage_pass_times(trace, chain, stage, recompute, gpus, 1));
+  plan.estimate.iteration_time_s = compose(times, microbatches);
+  plan.params["estimate_model"] = harmony::kSwapEstimateModel;
   plan.params["configuration"] = {{"gpus", gpus},
                                   {"minibatch", options.minibatch},
                                   {"microbatch", u},
@@ -197,13 +204,14 @@ Plan plan_pipeline_swap(const Trace& trace, const Machine& machine, const PlanRe
 Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
                      const harmony::SwapBaselineOptions& options)
 {
-  return plan_pipeline_swap(trace, machine, request, options, gpipe_order);
+  return plan_pipeline_swap(trace, machine, request, options, gpipe_order, harmony::compose_gpipe);
 }
 
 Plan plan_pipedream2bw_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
                             const harmony::SwapBaselineOptions& options)
 {
-  return plan_pipeline_swap(trace, machine, request, options, one_forward_one_backward_order);
+  return plan_pipeline_swap(trace, machine, request, options, one_forward_one_backward_order,
+                            harmony::compose_one_forward_one_backward);
 }
 
 } // namespace

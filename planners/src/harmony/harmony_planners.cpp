@@ -35,6 +35,7 @@ struct HarmonyOptions {
   bool p2p = true;
   bool prefetch = true;
   bool optimizer_offload = true;
+  std::string gradient_out = "updater";
 };
 
 void not_yet(bool supported, const char* what)
@@ -117,7 +118,8 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
                              .prefetch = options.prefetch,
                              .jit_update = options.jit_update,
                              .group = options.group,
-                             .optimizer_offload = options.optimizer_offload},
+                             .optimizer_offload = options.optimizer_offload,
+                             .every_rank_swaps_gradients = options.gradient_out == "every_rank"},
             plan);
   const Estimate estimated = estimate(profile, gpus, options.minibatch, mode, config);
   plan.estimate.iteration_time_s = estimated.iteration_s;
@@ -169,7 +171,11 @@ ParamList<HarmonyOptions> harmony_params()
       param("p2p", &O::p2p, "boundary tensors GPU to GPU (false: through host memory)"),
       param("prefetch", &O::prefetch, "load a task's W during the previous task, double-buffer inputs"),
       param("optimizer_offload", &O::optimizer_offload,
-            "optimizer step on the host CPU (false: on the GPU after each backward task, at the profiled CPU time)")};
+            "optimizer step on the host CPU (false: on the GPU after each backward task, at the profiled CPU time)"),
+      param("gradient_out", &O::gradient_out,
+            "dp with the CPU update: who swaps the all-reduced dW out: updater (rank 0, the authors' code: (2N+1)|W| "
+            "of weight traffic) or every_rank (the paper's 3N|W|)",
+            {.choices = {"updater", "every_rank"}})};
 }
 
 } // namespace

@@ -323,7 +323,7 @@ private:
     return {last};
   }
 
-  // dW of the pack: all-reduced (dp), swapped out once by the updating rank; W and dW freed everywhere.
+  // dW of the pack: all-reduced (dp), swapped out by the updating rank (or every rank); W and dW freed everywhere.
   void finish_backward(const Task& task, const std::vector<Deps>& last_backward)
   {
     const int copies = static_cast<int>(last_backward.size());
@@ -357,11 +357,19 @@ private:
         done[0].push_back(update_on_gpu(l, updater, reduced));
       } else {
         const StepId offload = build_.offload(*chain_.dw[l], reduced, updater);
-        gradient_out_[l] = offload;
+        gradient_out_[l] = {offload};
         done[0].push_back(build_.free(*chain_.dw[l], {offload}, "d2h", updater));
       }
-      for (int copy = 1; copy < copies; ++copy)
-        done[static_cast<std::size_t>(copy)].push_back(build_.free(*chain_.dw[l], reduced, "compute", copy));
+      for (int copy = 1; copy < copies; ++copy) {
+        Deps& finished = done[static_cast<std::size_t>(copy)];
+        if (switches_.every_rank_swaps_gradients && !gpu_update) {
+          const StepId offload = build_.offload(*chain_.dw[l], reduced, copy);
+          gradient_out_[l].push_back(offload);
+          finished.push_back(build_.free(*chain_.dw[l], {offload}, "d2h", copy));
+        } else {
+          finished.push_back(build_.free(*chain_.dw[l], reduced, "compute", copy));
+        }
+      }
     }
     for (int copy = 0; copy < copies; ++copy) {
       RankState& rank = ranks_[static_cast<std::size_t>(mode_ == Mode::dp ? copy : task.rank)];
@@ -392,7 +400,7 @@ private:
     for (std::size_t l = task.pack.first; l <= task.pack.last; ++l) {
       if (!chain_.update[l])
         continue;
-      Deps deps{gradient_out_.at(l)};
+      Deps deps = gradient_out_.at(l);
       if (!switches_.jit_update)
         deps.push_back(backward_end_);
       build_.compute(*chain_.update[l], deps, kHostDevice, 0, fmt::format("cpu{}", device));
@@ -409,7 +417,7 @@ private:
   std::vector<RankState> ranks_;
   std::map<std::pair<TensorId, int>, StepId> sends_;       // (tensor, instance) -> its send
   std::map<std::pair<TensorId, int>, StepId> host_copies_; // (tensor, instance) -> the offload making the host copy
-  std::map<std::size_t, StepId> gradient_out_;             // layer -> the offload of its dW
+  std::map<std::size_t, Deps> gradient_out_;               // layer -> the offloads of its dW
   StepId backward_end_ = -1;                               // without jit update: the last step of the backward
   bool resplit_ = false;                                   // U_F != U_B: forward microbatches re-split on the host
 };

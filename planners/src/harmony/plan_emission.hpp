@@ -16,6 +16,9 @@ struct EmissionSwitches {
   bool jit_update = true;        // false: the CPU updates wait for the whole backward pass
   bool group = true;             // false: W swapped in again for every microbatch (dW still accumulates on the GPU)
   bool optimizer_offload = true; // false: the optimizer step on the updating GPU right after the backward task
+  // dp with the CPU update: after the all-reduce, rank 0 alone swaps dW out (the authors' code, spec A2), or every
+  // rank does (the paper's 3N|W| count; the host keeps one copy, the update waits for all of them).
+  bool every_rank_swaps_gradients = false;
 };
 
 // The chains forward tasks run (at U_F) and backward tasks run (at U_B): the same object when U_F = U_B, else two
