@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <stdexcept>
 
 namespace memsim {
 namespace {
@@ -542,6 +543,32 @@ StepId PlanBuilder::send(TensorId tensor, int peer, std::vector<StepId> deps, in
 {
   Step step = make_step(StepKind::send, std::nullopt, tensor, std::move(deps), device, instance, stream);
   step.peer = peer;
+  return add(std::move(step));
+}
+StepId PlanBuilder::split(TensorId tensor, std::vector<TensorId> parts, const std::string& stream,
+                          std::vector<StepId> deps, int device, int instance)
+{
+  Step step = make_step(StepKind::split, std::nullopt, tensor, std::move(deps), device, instance, stream);
+  step.parts = std::move(parts);
+  return add(std::move(step));
+}
+StepId PlanBuilder::merge(TensorId tensor, std::vector<TensorId> parts, const std::string& stream,
+                          std::vector<StepId> deps, int device, int instance)
+{
+  Step step = make_step(StepKind::merge, std::nullopt, tensor, std::move(deps), device, instance, stream);
+  step.parts = std::move(parts);
+  return add(std::move(step));
+}
+StepId PlanBuilder::collective(StepKind kind, TensorId tensor, std::vector<int> group, std::vector<StepId> deps,
+                               const std::string& stream)
+{
+  if (kind != StepKind::allreduce && kind != StepKind::allgather && kind != StepKind::reducescatter)
+    throw std::logic_error("PlanBuilder::collective: not a collective step kind");
+  if (group.empty())
+    throw std::logic_error("PlanBuilder::collective: an empty group");
+  const int device = group.front();
+  Step step = make_step(kind, std::nullopt, tensor, std::move(deps), device, 0, stream);
+  step.group = std::move(group);
   return add(std::move(step));
 }
 StepId PlanBuilder::recv(TensorId tensor, int peer, std::vector<StepId> deps, int device, int instance,

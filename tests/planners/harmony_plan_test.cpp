@@ -498,18 +498,17 @@ TEST(SwapBaselines, EstimatesComposeTheScheduleWhenComputeBound)
   EXPECT_NEAR(estimate("pipedream2bw-swap"), 5 * (0.060 + r) + 0.010, 1e-12);
 }
 
-// Two layers of 100 MB weights and 100 MB inputs on one GPU, one microbatch: the transfers bound most layers.
-// Per layer, what LayerSwapEmitter moves (dp-swap, no recompute): forward l: in W.l (+ the data x.0), out s.l (+
-// x.l for l > 0, + the loss after the last layer); backward l: in W.l, x.l, its output, s.l, out dW.l; update l:
-// in dW.l, W.l, K.l, out W.l, K.l.
-TEST(SwapBaselines, EstimateTakesTheSlowerOfComputeAndEachDirection)
+constexpr std::uint64_t kHeavy = 100 * kMB;
+
+// Two layers of 100 MB weights (optimizer state 200 MB) and 100 MB inputs at u = 1: forward 10 ms, backward 20 ms,
+// update 5 ms; the saved activations come to 300 MB (layer 0) and 400 MB - 4 B (layer 1, beside the 4-byte loss).
+LayerProfile heavy_profile()
 {
   LayerProfile profile;
   profile.model = "heavy";
   profile.sampled_forward = {1};
   profile.sampled_backward = {1};
   ProfiledMicrobatch sample;
-  constexpr std::uint64_t kHeavy = 100 * kMB;
   for (int l = 0; l < 2; ++l) {
     profile.layers.push_back({"layer" + std::to_string(l), kHeavy, 0, 2 * kHeavy, 0.005, kHeavy});
     sample.forward_time_s.push_back(0.010);
@@ -519,7 +518,15 @@ TEST(SwapBaselines, EstimateTakesTheSlowerOfComputeAndEachDirection)
     sample.input_bytes.push_back(kHeavy);
   }
   profile.microbatches.emplace(1, sample);
-  const Trace trace = layer_chain_trace(profile, 1);
+  return profile;
+}
+
+// One GPU, one microbatch: the transfers bound most layers. Per layer, what LayerSwapEmitter moves (dp-swap, no
+// recompute): forward l: in W.l (+ the data x.0), out s.l (+ x.l for l > 0, + the loss after the last layer);
+// backward l: in W.l, x.l, its output, s.l, out dW.l; update l: in dW.l, W.l, K.l, out W.l, K.l.
+TEST(SwapBaselines, EstimateTakesTheSlowerOfComputeAndEachDirection)
+{
+  const Trace trace = layer_chain_trace(heavy_profile(), 1);
   const LayerChainIds chain = layer_chain_ids(trace, "heavy");
   const auto bytes = [&](std::optional<TensorId> tensor) { return static_cast<double>(trace.tensor(*tensor).bytes); };
   const double s0 = bytes(chain.saved[0]);
@@ -536,6 +543,25 @@ TEST(SwapBaselines, EstimateTakesTheSlowerOfComputeAndEachDirection)
   ASSERT_GT(2 * H / share, 0.010); // the data and W.0 outlast layer 0's forward
   const Plan plan = harmony_plan("dp-swap", trace, switched_machine(1), {{"minibatch", 1}});
   EXPECT_NEAR(plan.estimate.iteration_time_s.value_or(-1), forward + backward + update, 1e-12);
+}
+
+// Two stages of one heavy layer, m = 8: the host link, carrying both stages' swaps, bounds the pipelines (their
+// compositions at the full link come to about 1.07 s for GPipe and 0.99 s for 1F1B). Swapped in per microbatch:
+// stage 0 forward W.0 + x.0, stage 1 forward W.1 (x.1 comes by p2p); backwards W.1, x.1, the loss, s.1, dW.1 and
+// W.0, x.0, x.1, s.0, dW.0 (no dW in the first microbatch); the updates dW, W, K of both layers.
+TEST(SwapBaselines, PipelineEstimatesAreBoundedByTheHostLink)
+{
+  const Trace trace = layer_chain_trace(heavy_profile(), 1);
+  const LayerChainIds chain = layer_chain_ids(trace, "heavy");
+  const auto bytes = [&](std::optional<TensorId> tensor) { return static_cast<double>(trace.tensor(*tensor).bytes); };
+  const double H = static_cast<double>(kHeavy);
+  const double per_microbatch =
+      3 * H + (3 * H + bytes(chain.loss) + bytes(chain.saved[1])) + (4 * H + bytes(chain.saved[0]));
+  const double in = 8 * per_microbatch - 2 * H + 2 * 4 * H;
+  for (const std::string planner : {"gpipe-swap", "pipedream2bw-swap"}) {
+    const Plan plan = harmony_plan(planner, trace, switched_machine(2), {{"minibatch", 8}});
+    EXPECT_NEAR(plan.estimate.iteration_time_s.value_or(-1), in / (11.5 * kGiB), 1e-12) << planner;
+  }
 }
 
 TEST(HarmonyPlan, Deterministic)

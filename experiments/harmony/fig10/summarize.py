@@ -91,6 +91,31 @@ def main():
                 print(f"| {model} | {d} | {name[-2:]} | {row['u_bwd']} | {float(row['search_estimate_s']):.3f} | "
                       f"{estimate:.3f} | {simulated:.3f} | {simulated / estimate:.2f} |")
 
+    print("\n### The baselines' estimates against the simulation (simulated ÷ estimate over the feasible cells)\n")
+    print("| system | cells | min | median | max |")
+    print("|---|---|---|---|---|")
+    for _, _, name in SYSTEMS[2:]:
+        ratios = sorted(float(row["iteration_time_s"]) / float(row["estimate_s"])
+                        for (m, d, n), row in cells.items() if n == name and feasible(row) and row["estimate_s"])
+        if ratios:
+            print(f"| {name} | {len(ratios)} | {ratios[0]:.2f} | {ratios[len(ratios) // 2]:.2f} | {ratios[-1]:.2f} |")
+
+    variants_csv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dp-variants.csv")
+    if len(sys.argv) < 2 and os.path.exists(variants_csv):
+        print("\n### Harmony DP's dW swap-out: rank 0 (the authors' code) or every rank (the paper's count)\n")
+        print("| model | D | s/iter, rank 0 | s/iter, every rank | d2h GB, rank 0 | d2h GB, every rank |")
+        print("|---|---|---|---|---|---|")
+        rows = {}
+        with open(variants_csv) as f:
+            for row in csv.DictReader(f):
+                rows[(row["model"], int(row["minibatch"]), row["gradient_out"])] = row
+        for model, d in sorted({(m, d) for m, d, _ in rows}, key=lambda k: (models.index(k[0]), k[1])):
+            code, paper = rows.get((model, d, "updater")), rows.get((model, d, "every_rank"))
+            if not feasible(code) or not feasible(paper):
+                continue
+            print(f"| {model} | {d} | {float(code['iteration_time_s']):.3f} | {float(paper['iteration_time_s']):.3f} | "
+                  f"{int(code['d2h_bytes']) / 1e9:.1f} | {int(paper['d2h_bytes']) / 1e9:.1f} |")
+
     print("\n### The paper's orderings (throughput), cell by cell\n")
     print("| ordering | holds | fails (model D: a vs b samples/s) | not comparable (infeasible) |")
     print("|---|---|---|---|")

@@ -190,7 +190,7 @@ Plan plan_pipeline_swap(const Trace& trace, const Machine& machine, const PlanRe
     emit.update(stage.first, stage.last, {stage.gpu});
   std::vector<harmony::StagePassTimes> times;
   for (const harmony::SwapStage& stage : stages)
-    times.push_back(harmony::stage_pass_times(trace, chain, stage, recompute, gpus, 1));
+    times.push_back(harmony::stage_pass_times(trace, chain, stage, recompute, 1, 1));
   plan.estimate.iteration_time_s = compose(times, microbatches);
   plan.params["estimate_model"] = harmony::kSwapEstimateModel;
   plan.params["configuration"] = {{"gpus", gpus},

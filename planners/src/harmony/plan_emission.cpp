@@ -341,16 +341,14 @@ private:
         continue;
       Deps reduced = last_backward.front();
       if (copies > 1) {
-        Step step;
-        step.kind = StepKind::allreduce;
-        step.tensor = *chain_.dw[l];
-        step.device = 0;
-        step.stream = "coll";
-        for (const Deps& computed : last_backward)
-          step.deps.insert(step.deps.end(), computed.begin(), computed.end());
-        for (int g = 0; g < copies; ++g)
-          step.group.push_back(g);
-        reduced = {build_.add(step)};
+        Deps computed_everywhere;
+        std::vector<int> ring;
+        for (int g = 0; g < copies; ++g) {
+          const Deps& computed = last_backward[static_cast<std::size_t>(g)];
+          computed_everywhere.insert(computed_everywhere.end(), computed.begin(), computed.end());
+          ring.push_back(g);
+        }
+        reduced = {build_.collective(StepKind::allreduce, *chain_.dw[l], std::move(ring), computed_everywhere)};
       }
       const int updater = mode_ == Mode::dp ? 0 : task.rank;
       if (gpu_update) {

@@ -237,16 +237,8 @@ void LayerSwapEmitter::update(std::size_t first, std::size_t last, const std::ve
     for (int gpu : replicas)
       loaded.push_back(swap_in(*chain_.dw[l], gpu, 0));
     Deps reduced = loaded;
-    if (replicas.size() > 1) {
-      Step step;
-      step.kind = StepKind::allreduce;
-      step.tensor = *chain_.dw[l];
-      step.device = replicas.front();
-      step.stream = "coll";
-      step.deps = loaded;
-      step.group = replicas;
-      reduced = {build_.add(step)};
-    }
+    if (replicas.size() > 1)
+      reduced = {build_.collective(StepKind::allreduce, *chain_.dw[l], replicas, loaded)};
     for (int gpu : replicas) {
       Deps deps = reduced;
       deps.push_back(swap_in(*chain_.w[l], gpu, 0));

@@ -7,18 +7,19 @@
 namespace memsim::harmony {
 
 const char* const kSwapEstimateModel =
-    "analytic: per stage and microbatch, sum over layers of max(compute, swap-in bytes / (bw_swap/N), swap-out bytes "
-    "/ (bw_swap/N)) plus the boundary tensor received at bw_p2p; dp: m (F + B) + U; gpipe: sum_s F_s + (m-1) max_s "
-    "F_s + sum_s B_s + (m-1) max_s B_s + max_s U_s; 1F1B: sum_s (F_s + B_s) + (m-1) max_s (F_s + B_s) + max_s U_s; "
-    "U per layer: max(step, in, out) + ring all-reduce 2(R-1)/R |dW| / bw_p2p; bw_swap 11.5 GiB/s, bw_p2p 8.2 GiB/s "
-    "(Harmony's estimator defaults)";
+    "analytic: per stage and microbatch, sum over layers of max(compute, swap-in bytes / share, swap-out bytes / "
+    "share) plus the boundary tensor received at bw_p2p; dp (share bw_swap/N, replicas in lockstep): m (F + B) + U; "
+    "pipelines (share bw_swap), the larger of the composition and every stage's bytes per direction / bw_swap: "
+    "gpipe sum_s F_s + (m-1) max_s F_s + sum_s B_s + (m-1) max_s B_s + max_s U_s, 1F1B sum_s (F_s + B_s) + (m-1) "
+    "max_s (F_s + B_s) + max_s U_s; U per layer: max(step, in, out) + ring all-reduce 2(R-1)/R |dW| / bw_p2p; "
+    "bw_swap 11.5 GiB/s, bw_p2p 8.2 GiB/s (Harmony's estimator defaults)";
 
 namespace {
 
 class PassModel {
 public:
-  PassModel(const Trace& trace, const LayerChainIds& chain, int gpus)
-      : trace_(trace), chain_(chain), share_(settings_.bw_swap / gpus)
+  PassModel(const Trace& trace, const LayerChainIds& chain, int sharing)
+      : trace_(trace), chain_(chain), share_(settings_.bw_swap / sharing)
   {
   }
 
@@ -45,9 +46,9 @@ private:
 
 // The bytes per layer follow LayerSwapEmitter's steps (swap_emitter.cpp) one for one.
 StagePassTimes stage_pass_times(const Trace& trace, const LayerChainIds& chain, const SwapStage& stage,
-                                Recompute recompute, int gpus, int replicas)
+                                Recompute recompute, int sharing, int replicas)
 {
-  const PassModel model(trace, chain, gpus);
+  const PassModel model(trace, chain, sharing);
   StagePassTimes times;
   if (stage.previous >= 0)
     times.forward += model.p2p(model.bytes(chain.x[stage.first]));
@@ -64,6 +65,8 @@ StagePassTimes stage_pass_times(const Trace& trace, const LayerChainIds& chain, 
     if (l == stage.last && recompute == Recompute::none)
       out += model.bytes(chain.output(l));
     times.forward += model.layer(model.forward_compute(l), in, out);
+    times.forward_bytes[0] += in;
+    times.forward_bytes[1] += out;
   }
 
   double backward = 0;
@@ -74,6 +77,8 @@ StagePassTimes stage_pass_times(const Trace& trace, const LayerChainIds& chain, 
       const double in = model.bytes(chain.w[l]) + (l == stage.first ? model.bytes(chain.x[l]) : 0.0);
       const double out = l < stage.keep_saved_from ? model.bytes(chain.saved[l]) : 0.0;
       backward += model.layer(model.forward_compute(l), in, out);
+      times.backward_bytes[0] += in;
+      times.backward_bytes[1] += out;
     }
   double backward_first = backward;
   double backward_accumulating = backward;
@@ -93,6 +98,9 @@ StagePassTimes stage_pass_times(const Trace& trace, const LayerChainIds& chain, 
     const double out = model.bytes(chain.dw[l]);
     backward_first += model.layer(compute, in, out);
     backward_accumulating += model.layer(compute, in + model.bytes(chain.dw[l]), out);
+    times.backward_bytes[0] += in + model.bytes(chain.dw[l]);
+    times.backward_bytes[1] += out;
+    times.gradient_bytes += model.bytes(chain.dw[l]);
   }
   times.backward_first = backward_first;
   times.backward_accumulating = backward_accumulating;
@@ -102,6 +110,8 @@ StagePassTimes stage_pass_times(const Trace& trace, const LayerChainIds& chain, 
       continue;
     const double weights = model.bytes(chain.w[l]) + model.bytes(chain.k[l]);
     times.update += model.layer(model.time(chain.update[l]), model.bytes(chain.dw[l]) + weights, weights);
+    times.update_bytes[0] += model.bytes(chain.dw[l]) + weights;
+    times.update_bytes[1] += weights;
     if (replicas > 1)
       times.update += model.p2p(2.0 * (replicas - 1) / replicas * model.bytes(chain.dw[l]));
   }
@@ -134,6 +144,19 @@ double slowest_update(const std::vector<StagePassTimes>& stages)
   return slowest;
 }
 
+// Every stage's bytes of the iteration over the host link, in its busier direction, at bw_swap.
+double host_link_bound(const std::vector<StagePassTimes>& stages, int microbatches)
+{
+  std::array<double, 2> bytes{};
+  for (const StagePassTimes& stage : stages)
+    for (std::size_t direction = 0; direction < 2; ++direction)
+      bytes[direction] += microbatches * (stage.forward_bytes[direction] + stage.backward_bytes[direction]) +
+                          stage.update_bytes[direction];
+  for (const StagePassTimes& stage : stages)
+    bytes[0] -= stage.gradient_bytes; // the first backward brings no dW in
+  return std::max(bytes[0], bytes[1]) / EstimatorSettings{}.bw_swap;
+}
+
 } // namespace
 
 double compose_gpipe(const std::vector<StagePassTimes>& stages, int microbatches)
@@ -144,8 +167,9 @@ double compose_gpipe(const std::vector<StagePassTimes>& stages, int microbatches
     backward_first.push_back(stage.backward_first);
     backward.push_back(stage.backward_accumulating);
   }
-  return pipelined(forward, forward, microbatches) + pipelined(backward_first, backward, microbatches) +
-         slowest_update(stages);
+  return std::max(pipelined(forward, forward, microbatches) + pipelined(backward_first, backward, microbatches) +
+                      slowest_update(stages),
+                  host_link_bound(stages, microbatches));
 }
 
 double compose_one_forward_one_backward(const std::vector<StagePassTimes>& stages, int microbatches)
@@ -155,7 +179,8 @@ double compose_one_forward_one_backward(const std::vector<StagePassTimes>& stage
     first.push_back(stage.forward + stage.backward_first);
     steady.push_back(stage.forward + stage.backward_accumulating);
   }
-  return pipelined(first, steady, microbatches) + slowest_update(stages);
+  return std::max(pipelined(first, steady, microbatches) + slowest_update(stages),
+                  host_link_bound(stages, microbatches));
 }
 
 } // namespace memsim::harmony

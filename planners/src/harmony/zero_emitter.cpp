@@ -133,15 +133,9 @@ std::vector<StepId> ZeroEmitter::gather(std::size_t l, const std::vector<Deps>& 
   std::vector<StepId> merged;
   for (int r = 0; r < gpus_; ++r) {
     const auto gpu = static_cast<std::size_t>(r);
-    Step merge;
-    merge.kind = StepKind::merge;
-    merge.tensor = whole;
-    merge.device = r;
-    merge.stream = "p2p_in";
-    merge.parts = w_shards_[l];
-    merge.deps = holder[gpu];
-    merge.deps.insert(merge.deps.end(), sent[gpu].begin(), sent[gpu].end());
-    merged.push_back(build_.add(merge));
+    Deps deps = holder[gpu];
+    deps.insert(deps.end(), sent[gpu].begin(), sent[gpu].end());
+    merged.push_back(build_.merge(whole, w_shards_[l], "p2p_in", std::move(deps), r));
   }
   return merged;
 }
@@ -233,24 +227,12 @@ void ZeroEmitter::backward(const LayerPack& pack, const std::vector<int>& instan
     if (!chain_.dw[l])
       continue;
     // dW_l reduce-scattered: each GPU keeps its shard of the sum and sends it to the host (which accumulates it).
-    Step scatter;
-    scatter.kind = StepKind::reducescatter;
-    scatter.tensor = *chain_.dw[l];
-    scatter.device = 0;
-    scatter.stream = "coll";
-    scatter.deps = computed;
+    std::vector<int> ring;
     for (int r = 0; r < gpus_; ++r)
-      scatter.group.push_back(r);
-    const StepId reduced = build_.add(scatter);
+      ring.push_back(r);
+    const StepId reduced = build_.collective(StepKind::reducescatter, *chain_.dw[l], std::move(ring), computed);
     for (int r = 0; r < gpus_; ++r) {
-      Step split;
-      split.kind = StepKind::split;
-      split.tensor = *chain_.dw[l];
-      split.device = r;
-      split.stream = "d2h";
-      split.deps = {reduced};
-      split.parts = dw_shards_[l];
-      const StepId parts = build_.add(split);
+      const StepId parts = build_.split(*chain_.dw[l], dw_shards_[l], "d2h", {reduced}, r);
       for (int other = 0; other < gpus_; ++other)
         if (other != r)
           build_.free(shard(dw_shards_, l, other), {parts}, "d2h", r);

@@ -162,6 +162,15 @@ public:
               const std::string& stream = "p2p_out");
   StepId recv(TensorId tensor, int peer, std::vector<StepId> deps = {}, int device = 0, int instance = 0,
               const std::string& stream = "p2p_in");
+  // Views: `tensor` is replaced by `parts` on `device` (split), or its parts are joined back into it (merge).
+  StepId split(TensorId tensor, std::vector<TensorId> parts, const std::string& stream, std::vector<StepId> deps = {},
+               int device = 0, int instance = 0);
+  StepId merge(TensorId tensor, std::vector<TensorId> parts, const std::string& stream, std::vector<StepId> deps = {},
+               int device = 0, int instance = 0);
+  // A ring collective (allreduce, allgather, reducescatter) of `tensor` over `group` in ring order; the step sits on
+  // the group's first device.
+  StepId collective(StepKind kind, TensorId tensor, std::vector<int> group, std::vector<StepId> deps,
+                    const std::string& stream = "coll");
   StepId add(Step step); // id is assigned
   StepId last() const { return static_cast<StepId>(plan_->steps.size()) - 1; }
 
