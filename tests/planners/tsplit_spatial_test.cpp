@@ -137,6 +137,72 @@ TEST(TsplitSpatial, Eq5WithTheHaloKeepsOneMorePartOfTheSmallerTensor)
   check_halo(4, 8);
 }
 
+// A conv backward split along H: the incoming gradient dy and the saved input x (for dW) are partitioned and read
+// with the halo, dx is partitioned, dW is reduced (micro-op 0 writes it, the others add into it). X = dY = dX = 4
+// units, p = 4, so the partitioned inputs are I = 8 units (2 a part) and Eq. 5 with the halo saves
+// (p-2)/p min(I, dX) = 2 units (M_1 = I + 2 dX/p is the worst micro-op); elementwise (a relu backward) saves 3.
+struct ConvBackward {
+  test::TraceBuilder t{"conv-backward", 1};
+  TensorId dw = 0;
+  std::vector<TensorId> partitioned; // dy, x
+  explicit ConvBackward(const std::string& type)
+  {
+    const TensorId in = t.tensor("in", kUnit, TensorKind::input);
+    const TensorId w = t.tensor("w", 4096, TensorKind::weight);
+    const TensorId x = t.tensor("x", 4 * kUnit);
+    const TensorId y = t.tensor("y", kUnit);
+    const TensorId dy = t.tensor("dy", 4 * kUnit, TensorKind::gradient);
+    const TensorId dx = t.tensor("dx", 4 * kUnit, TensorKind::gradient);
+    dw = t.tensor("dw", 4096, TensorKind::weight_grad);
+    const TensorId sink = t.tensor("sink", 4, TensorKind::other);
+    for (TensorId id : {x, dy, dx})
+      set_shape(t.trace, id, {1, 1024, 12, 256});
+    t.op("produce", "copy", Phase::forward, {in}, {x}, 0.001);
+    t.op("conv", "conv2d", Phase::forward, {x, w}, {y}, 0.001);
+    t.op("loss", "cross_entropy", Phase::loss, {y}, {dy}, 0.001);
+    t.op("conv.bwd", type, Phase::backward, {dy, x, w}, {dx, dw}, 0.004);
+    t.op("sink", "sum", Phase::backward, {dx}, {sink}, 0.001);
+    partitioned = {dy, x};
+  }
+};
+
+TEST(TsplitSpatial, ConvBackwardReadsTheHaloAndReducesTheWeightGradient)
+{
+  const Machine m = machine(10e9);
+  const ConvBackward conv("conv2d_backward");
+  const std::uint64_t unsplit = default_memory_profile(conv.t.trace).peak_bytes;
+  const Plan plan = tsplit(conv.t.trace, m, unsplit - 2 * kUnit, kSpatial);
+  ASSERT_EQ(plan.extra_ops.size(), 4u);
+  const auto part_of = [&](TensorId id, int u) {
+    const std::string name = fmt::format("{}#{}/4", conv.t.trace.tensor(id).name, u + 1);
+    for (const Tensor& tensor : plan.extra_tensors)
+      if (tensor.name == name)
+        return tensor.id;
+    return TensorId{-1};
+  };
+  for (int u = 0; u < 4; ++u) {
+    const Op& micro = plan.extra_ops[static_cast<std::size_t>(u)];
+    for (TensorId whole : conv.partitioned)
+      for (int v = 0; v < 4; ++v) {
+        const bool reads = std::count(micro.inputs.begin(), micro.inputs.end(), part_of(whole, v)) > 0;
+        EXPECT_EQ(reads, std::abs(u - v) <= 1) << micro.name << " part " << v << " of " << whole;
+      }
+    const bool writes_dw = std::count(micro.outputs.begin(), micro.outputs.end(), conv.dw) > 0;
+    const bool adds_into_dw = std::count(micro.inputs.begin(), micro.inputs.end(), conv.dw) > 0;
+    EXPECT_EQ(writes_dw, u == 0) << micro.name;
+    EXPECT_EQ(adds_into_dw, u > 0) << micro.name;
+  }
+  for (EngineKind engine : {EngineKind::fast, EngineKind::simgrid}) {
+    const RunResult run = run_on(engine, conv.t.trace, m, plan);
+    ASSERT_TRUE(run.metrics.feasible) << to_string(engine) << ": " << run.error->message;
+    EXPECT_EQ(run.metrics.peak_device_bytes, unsplit - 2 * kUnit) << to_string(engine);
+  }
+  EXPECT_THROW((void)tsplit(conv.t.trace, m, unsplit - 3 * kUnit, kSpatial), Infeasible);
+  const ConvBackward relu("threshold_backward");
+  const Plan elementwise = tsplit(relu.t.trace, m, unsplit - 3 * kUnit, kSpatial);
+  EXPECT_EQ(run_on(EngineKind::fast, relu.t.trace, m, elementwise).metrics.peak_device_bytes, unsplit - 3 * kUnit);
+}
+
 // Which ops and tensors split spatially. The budget needs a split (2 units under the peak, the conv's halo form):
 // a shaped rank-4 conv meets it; without shapes, with rank-3 tensors, as batch norm, or where the trace declares
 // the op splittable along batch only, nothing can lower the peak. Unknown dims are refused.
