@@ -45,6 +45,7 @@ int run(int argc, char** argv)
   std::vector<double> fractions{0.3, 0.4, 0.5, 0.7, 1.0};
   bool quick = false;
   std::string engine = "fast";
+  std::string dims = "batch";
   app.add_option("--data", data, "folder of shipped traces (empty: none)");
   app.add_option("--machine", machine_name, "machine preset or YAML file");
   app.add_option("--fractions", fractions, "budgets as fractions of each keep-all peak");
@@ -52,6 +53,7 @@ int run(int argc, char** argv)
   app.add_option("--engine", engine, "the engine the estimate is compared with: fast, or simgrid (a child per plan)")
       ->check(CLI::IsMember({"fast", "simgrid"}))
       ->capture_default_str();
+  app.add_option("--dims", dims, "tsplit's dims parameter (e.g. spatial, batch,spatial)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   const Machine machine =
       load_machine_or_preset(machine_name, std::filesystem::path(MEMSIM_SOURCE_DIR) / "configs" / "machines");
@@ -92,7 +94,7 @@ int run(int argc, char** argv)
       for (bool split : {true, false}) {
         PlanRequest request;
         request.budget_bytes = budget;
-        request.params = {{"split", split}};
+        request.params = {{"split", split}, {"dims", dims}};
         const std::string variant = split ? "tsplit" : "w/o split";
         const auto start = std::chrono::steady_clock::now();
         Plan plan;

@@ -67,7 +67,7 @@ TEST(TsplitInvariants, PlansRunWithinTheirBudgetAndEstimateTheirTime)
   const Machine machine = one_gpu();
   int feasible = 0;
   int split_plans = 0;
-  int other_dim_plans = 0; // split along channel, sequence or heads
+  int other_dim_plans = 0; // split along channel, spatial, sequence or heads
   for (const auto& [name, trace] : workloads()) {
     const std::uint64_t peak = default_memory_profile(trace).peak_bytes;
     for (double fraction : {0.3, 0.4, 0.5, 0.6, 0.8, 1.0}) {
@@ -75,7 +75,7 @@ TEST(TsplitInvariants, PlansRunWithinTheirBudgetAndEstimateTheirTime)
       for (const nlohmann::json& params :
            {nlohmann::json{{"split", true}}, nlohmann::json{{"split", false}},
             nlohmann::json{{"split_dead_inputs", true}},
-            nlohmann::json{{"split_dead_inputs", true}, {"dims", "batch,channel,sequence,heads"}},
+            nlohmann::json{{"split_dead_inputs", true}, {"dims", "batch,channel,spatial,sequence,heads"}},
             nlohmann::json{{"recompute_mode", "speed"}}, nlohmann::json{{"recompute_mode", "lru"}}}) {
         const std::string where = fmt::format("{} at {} of the peak, {}", name, fraction, params.dump());
         PlanRequest request;

@@ -133,7 +133,7 @@ TEST(ModelPresets, ShapesFlopsAndSplitsOfKnownOps)
   EXPECT_EQ(stem.type, "conv2d");
   EXPECT_EQ(resnet.tensor(stem.outputs[0]).shape, (Shape{2, 64, 112, 112}));
   EXPECT_DOUBLE_EQ(*stem.flops, 2.0 * 2 * 64 * 112 * 112 * 3 * 49);
-  EXPECT_EQ(stem.split, (std::vector<std::string>{"batch", "channel"}));
+  EXPECT_EQ(stem.split, (std::vector<std::string>{"batch", "channel", "spatial"}));
   EXPECT_DOUBLE_EQ(stem.time_s, std::max(*stem.flops / 10e12, *stem.bytes_accessed / 1e12) + 5e-6);
   EXPECT_EQ(resnet.ops[1].type, "batchnorm");
   EXPECT_EQ(resnet.ops[1].split, (std::vector<std::string>{"channel"}));

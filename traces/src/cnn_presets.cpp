@@ -15,6 +15,7 @@ namespace memsim {
 namespace {
 
 const SplitDims kConvSplit{"batch", "channel"};
+const SplitDims kMapSplit{"batch", "channel", "spatial"}; // ops on NCHW maps: H splits too (TSPLIT's "length")
 
 // A feature map: the activation and its channels x height x width.
 struct Map {
@@ -54,8 +55,7 @@ public:
     const double out_bytes = outputs * static_cast<double>(b_.element_bytes());
     // Workspace as the cnn generator assumes it: a quarter of the output, at most 256 MB.
     return {b_.forward(name, "conv2d", layer, inputs, {batch_, c.out, h, w},
-                       2 * outputs * static_cast<double>(x.c * c.kh * c.kw), kConvSplit,
-                       std::min(out_bytes / 4, 256e6)),
+                       2 * outputs * static_cast<double>(x.c * c.kh * c.kw), kMapSplit, std::min(out_bytes / 4, 256e6)),
             c.out, h, w};
   }
   // Batch statistics: splits along channels only. Weight: scale and shift per channel (running stats are buffers).
@@ -66,7 +66,7 @@ public:
   }
   Map relu(const std::string& name, const Map& x)
   {
-    return like(x, b_.forward(name, "relu", layer, {x.id}, shape(x), elements(x), kConvSplit));
+    return like(x, b_.forward(name, "relu", layer, {x.id}, shape(x), elements(x), kMapSplit));
   }
   // conv (no bias) - BN - ReLU, Inception's and ResNet's unit.
   Map conv_bn_relu(const std::string& name, const Map& x, const Conv& c)
@@ -78,11 +78,11 @@ public:
   {
     const Map out{0, x.c, (x.h + 2 * pad - k) / stride + 1, (x.w + 2 * pad - k) / stride + 1};
     return like(out, b_.forward(name, type, layer, {x.id}, shape(out), elements(out) * static_cast<double>(k * k),
-                                kConvSplit));
+                                kMapSplit));
   }
   Map add(const std::string& name, const Map& x, const Map& y)
   {
-    return like(x, b_.forward(name, "add", layer, {x.id, y.id}, shape(x), elements(x), kConvSplit));
+    return like(x, b_.forward(name, "add", layer, {x.id, y.id}, shape(x), elements(x), kMapSplit));
   }
   Map concat(const std::string& name, const std::vector<Map>& parts)
   {

@@ -41,7 +41,7 @@ Trace generate_cnn(const CnnSpec& spec, const Roofline& roofline)
   const double e = static_cast<double>(dtype_bytes(spec.dtype));
   TraceBuilder builder(fmt::format("{}{}-b{}-{}", spec.residual ? "resnet" : "vgg", spec.depth, spec.batch, spec.image),
                        spec.dtype, spec.batch, roofline);
-  const SplitDims conv_split{"batch", "channel"};
+  const SplitDims conv_split{"batch", "channel", "spatial"};
   std::int64_t channels = 3;
   std::int64_t size = spec.image;
   const std::int64_t batch = spec.batch;

@@ -66,7 +66,9 @@ ParamList<tsplit::Options> tsplit_params()
   using tsplit::Options;
   return {param("split", &Options::split, "split ops into micro-ops (false: TSPLIT w/o Split, swap/recompute only)"),
           param("dims", &Options::dims,
-                "split dimensions, comma-separated: batch, channel, sequence, heads (an op uses one it allows)"),
+                "split dimensions, comma-separated: batch, channel, spatial, sequence, heads (an op uses one it "
+                "allows; spatial: H of NCHW maps, a conv/pool micro-op also reads its neighbour parts (halo), so an "
+                "input part is freed one micro-op later)"),
           param("max_split", &Options::max_split, "most micro-tensors per split (p in 2,3,4,6,8,12,16,24,32,...)",
                 {.min = 2, .max = 64}),
           param("split_workspace", &Options::split_workspace, "a split op's workspace is split with it"),

@@ -13,7 +13,7 @@
 namespace memsim::tsplit {
 namespace {
 
-constexpr std::array<const char*, 4> kDims{"batch", "channel", "sequence", "heads"};
+constexpr std::array<const char*, 5> kDims{"batch", "channel", "spatial", "sequence", "heads"};
 
 bool type_has(const std::string& type, std::initializer_list<const char*> kinds)
 {
@@ -32,11 +32,15 @@ bool allowed_by_type(const Op& op, const std::string& dim)
                               "scaled_dot_product", "linear", "matmul", "bmm"});
   if (dim == "channel")
     return type_has(op.type, {"batch_norm"}) && op.phase == Phase::forward;
+  if (dim == "spatial") // BN forward reduces over N, H and W: as under batch, no norm op splits
+    return !type_has(op.type, {"batch_norm"}) &&
+           type_has(op.type, {"conv", "pool", "relu", "threshold", "add", "dropout"});
   return false;
 }
 
 // The axis `dim` has in a tensor whose shape puts the batch first; none when the trace does not say. Channel is
 // axis 1 of NCHW and [batch, features]; a token tensor's hidden axis is no channel (layer norm reduces over it).
+// Spatial is H, axis 2 of NCHW.
 std::optional<std::size_t> axis_of(const Tensor& tensor, const std::string& dim)
 {
   if (tensor.shape.empty() || tensor.batch_axis != 0)
@@ -45,6 +49,8 @@ std::optional<std::size_t> axis_of(const Tensor& tensor, const std::string& dim)
   if ((dim == "channel" && (rank == 2 || rank == 4)) || (dim == "sequence" && rank == 3) ||
       (dim == "heads" && rank == 4))
     return 1;
+  if (dim == "spatial" && rank == 4)
+    return 2;
   return std::nullopt;
 }
 
@@ -70,12 +76,16 @@ std::optional<SplitAxis> batch_axis(const Trace& trace, const Op& op, std::int64
   return axis;
 }
 
-// Channel, sequence, heads: the extent and the partitioned tensors come from shapes; a trace without them gets no
-// such split. Roles (§2): a conv / linear / matmul split along channel is an output-channel split -- the weight and
+// Channel, spatial, sequence, heads: the extent and the partitioned tensors come from shapes; a trace without them gets
+// no such split. Roles (§2): a conv / linear / matmul split along channel is an output-channel split -- the weight and
 // the output are partitioned, the input activation is read whole by every micro-op. Its backward would reduce the
 // input gradient (a feature map) over the micro-ops, and the trace does not mark which input is the incoming
 // gradient: refused. Attention along the sequence reads k and v whole for each query block, a role the trace does
-// not give either: refused. Elementwise, normalisation and pooling ops partition every activation.
+// not give either: refused. Elementwise, normalisation and pooling ops partition every activation. Spatial needs
+// every feature map's H equal (a strided conv or pool changes it: not split). A conv or pool over a band of output
+// rows reads its input band plus halo rows of the neighbouring bands; the trace has no kernel sizes, so the halo is
+// taken at part granularity (parts u-1 and u+1): exact about which parts must be resident while a part is at least
+// as tall as the halo ((k-1)/2 rows of a k x k kernel: 1 for 3 x 3), conservative by the rest of each neighbour part.
 std::optional<SplitAxis> shaped_axis(const Trace& trace, const Op& op, const std::string& dim)
 {
   const bool output_channel = dim == "channel" && type_has(op.type, {"conv", "linear", "mm", "matmul"});
@@ -104,6 +114,8 @@ std::optional<SplitAxis> shaped_axis(const Trace& trace, const Op& op, const std
     }
   if (axis.extent < 2)
     return std::nullopt;
+  if (dim == "spatial" && type_has(op.type, {"conv", "pool"}))
+    axis.halo = 1;
   return axis;
 }
 
@@ -118,7 +130,7 @@ std::vector<std::string> parse_dims(const std::string& list)
     item.erase(item.find_last_not_of(' ') + 1);
     if (std::find(kDims.begin(), kDims.end(), item) == kDims.end())
       throw InputError("tsplit.dims",
-                       fmt::format("'{}' is not a split dimension (batch, channel, sequence, heads)", item));
+                       fmt::format("'{}' is not a split dimension (batch, channel, spatial, sequence, heads)", item));
     named.push_back(item);
   }
   std::vector<std::string> ordered;

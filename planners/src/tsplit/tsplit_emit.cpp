@@ -71,7 +71,14 @@ Extras add_extras(const Model& model, const Trace& trace, const Options& options
       for (TensorId input : op.inputs) {
         const bool split_input =
             std::find(decision.inputs.begin(), decision.inputs.end(), input) != decision.inputs.end();
-        micro.inputs.push_back(split_input ? extras.parts_of.at({op.id, input})[static_cast<std::size_t>(u)] : input);
+        if (!split_input) {
+          micro.inputs.push_back(input);
+          continue;
+        }
+        // A halo reads the neighbouring parts too (spatial conv/pool: the rows next to its band).
+        const std::vector<TensorId>& input_parts = extras.parts_of.at({op.id, input});
+        for (int v = std::max(0, u - decision.halo); v <= std::min(parts - 1, u + decision.halo); ++v)
+          micro.inputs.push_back(input_parts[static_cast<std::size_t>(v)]);
       }
       for (TensorId y : op.outputs) {
         if (is_feature_map(trace.tensor(y).kind))
@@ -294,6 +301,24 @@ private:
     return step;
   }
 
+  // Frees part v of every input split for `op`, after `step` (its last reader).
+  void free_input_parts(OpId op, const SplitDecision& decision, std::size_t v, StepId step)
+  {
+    for (TensorId x : decision.inputs) {
+      const TensorId part = extras_.parts_of.at({op, x})[v];
+      if (config(x).move == Move::swap) {
+        // Its own stream: on d2h it would queue behind the later parts' copies and serialise the pipeline.
+        free_of_[static_cast<std::size_t>(part)] =
+            builder_.free(part, {offload_of_[static_cast<std::size_t>(part)], step}, "d2h_free");
+        pending_.push_back(part);
+      } else {
+        builder_.free(part);
+        cursor_->free(part);
+        compute_tail_ = builder_.last();
+      }
+    }
+  }
+
   void run_split(const Op& op)
   {
     const SplitDecision& decision = model_.split_of(op.id);
@@ -301,21 +326,15 @@ private:
       if (config(x).move != Move::swap) // swapped inputs were split when their parts started leaving
         view(StepKind::split, x, extras_.parts_of.at({op.id, x}), {made_elsewhere(x)}, "compute");
     const std::vector<OpId>& micro_ops = extras_.micro_ops[static_cast<std::size_t>(op.id)];
+    const auto halo = static_cast<std::size_t>(decision.halo);
     for (std::size_t u = 0; u < micro_ops.size(); ++u) {
       const StepId step = compute(extended_.op(micro_ops[u]));
-      for (TensorId x : decision.inputs) {
-        const TensorId part = extras_.parts_of.at({op.id, x})[u];
-        if (config(x).move == Move::swap) {
-          // Its own stream: on d2h it would queue behind the later parts' copies and serialise the pipeline.
-          free_of_[static_cast<std::size_t>(part)] =
-              builder_.free(part, {offload_of_[static_cast<std::size_t>(part)], step}, "d2h_free");
-          pending_.push_back(part);
-        } else {
-          builder_.free(part);
-          cursor_->free(part);
-          compute_tail_ = builder_.last();
-        }
-      }
+      // Part v's last reader is micro-op v + halo; the last micro-op is the last reader of every part left.
+      if (u >= halo)
+        free_input_parts(op.id, decision, u - halo, step);
+      if (u + 1 == micro_ops.size())
+        for (std::size_t v = u >= halo ? u - halo + 1 : 0; v <= u; ++v)
+          free_input_parts(op.id, decision, v, step);
     }
     for (TensorId y : op.outputs)
       if (is_feature_map(trace_.tensor(y).kind)) {

@@ -172,7 +172,7 @@ void Model::evaluate()
     running += delta[k];
     memory_[k] = static_cast<std::uint64_t>(static_cast<std::int64_t>(base[k]) + running) + recompute_extra[k];
     if (splits_[k].parts > 1)
-      memory_[k] -= split_saving(static_cast<OpId>(k), splits_[k].parts, splits_[k].extent, splits_[k].inputs);
+      memory_[k] -= split_saving(static_cast<OpId>(k), splits_[k]);
   }
   last_over_.assign(n, -1);
   for (std::size_t k = 0; k < n; ++k)
@@ -332,12 +332,15 @@ std::optional<Candidate> Model::best_non_split(OpId op) const
   return best;
 }
 
-std::uint64_t Model::split_saving(OpId op_id, int parts, std::int64_t extent, const std::vector<TensorId>& inputs) const
+// Micro-op u holds the input parts not yet freed, the output parts 0..u and its workspace share. Input part v is
+// freed after its last reader, micro-op v + halo: with a halo (spatial conv/pool), one more part stays per micro-op.
+std::uint64_t Model::split_saving(OpId op_id, const SplitDecision& split) const
 {
   const Op& op = trace_->op(op_id);
-  std::uint64_t freed_before = 0; // input parts of micro-ops already run
+  const int parts = split.parts;
+  std::uint64_t freed_before = 0; // input parts no later micro-op reads
   std::uint64_t input_total = 0;
-  for (TensorId x : inputs)
+  for (TensorId x : split.inputs)
     input_total += trace_->tensor(x).bytes;
   std::uint64_t produced = 0;
   std::uint64_t output_total = 0;
@@ -348,19 +351,20 @@ std::uint64_t Model::split_saving(OpId op_id, int parts, std::int64_t extent, co
   for (int u = 0; u < parts; ++u) {
     for (TensorId y : op.outputs)
       if (is_feature_map(trace_->tensor(y).kind))
-        produced += part_bytes(trace_->tensor(y).bytes, parts, u, extent);
+        produced += part_bytes(trace_->tensor(y).bytes, parts, u, split.extent);
     const std::uint64_t workspace =
-        options_.split_workspace ? part_bytes(op.workspace_bytes, parts, u, extent) : op.workspace_bytes;
+        options_.split_workspace ? part_bytes(op.workspace_bytes, parts, u, split.extent) : op.workspace_bytes;
     worst = std::max(worst, input_total - freed_before + produced + workspace);
-    for (TensorId x : inputs)
-      freed_before += part_bytes(trace_->tensor(x).bytes, parts, u, extent);
+    if (u >= split.halo)
+      for (TensorId x : split.inputs)
+        freed_before += part_bytes(trace_->tensor(x).bytes, parts, u - split.halo, split.extent);
   }
   return input_total + output_total + op.workspace_bytes - worst;
 }
 
-// Micro-op u+1 waits until part u of the swapped inputs has left (the pipeline of §3.3); the parts start leaving
-// after their last earlier read. Returns the compute stall.
-double Model::split_swap_stall(OpId op, int parts, std::int64_t extent, const std::vector<TensorId>& swapped) const
+// Micro-op u+1+halo waits until part u of the swapped inputs has left (the pipeline of §3.3; with a halo, micro-op
+// u+1 still reads part u); the parts start leaving after their last earlier read. Returns the compute stall.
+double Model::split_swap_stall(OpId op, const SplitDecision& split, const std::vector<TensorId>& swapped) const
 {
   if (swapped.empty())
     return 0;
@@ -368,21 +372,27 @@ double Model::split_swap_stall(OpId op, int parts, std::int64_t extent, const st
   for (TensorId x : swapped)
     leave = std::max(leave, last_read_before(x, op).value_or(*analysis_->producer(x)));
   double done = -free_d2h(leave + 1, op - 1);
+  const int parts = split.parts;
   const double micro = micro_op_time(op, parts);
-  double start = 0;
-  for (int u = 0; u + 1 < parts; ++u) {
+  double start = 0; // of micro-op k
+  for (int k = 1; k < parts; ++k) {
+    start += micro;
+    const int gone = k - 1 - split.halo; // the part micro-op k needs room from
+    if (gone < 0)
+      continue;
     std::uint64_t bytes = 0;
     for (TensorId x : swapped)
-      bytes += part_bytes(trace_->tensor(x).bytes, parts, u, extent);
+      bytes += part_bytes(trace_->tensor(x).bytes, parts, gone, split.extent);
     done += transfer_time(bytes, static_cast<int>(swapped.size()));
-    start = std::max(start + micro, done);
+    start = std::max(start, done);
   }
   return std::max(start + micro - parts * micro, 0.0);
 }
 
 void Model::price_split(Candidate& c, OpId op) const
 {
-  c.saved = split_saving(op, c.parts, c.extent, c.inputs);
+  const SplitDecision split{c.parts, c.dim, c.extent, c.halo, c.inputs};
+  c.saved = split_saving(op, split);
   c.cost_s = std::max(c.parts * micro_op_time(op, c.parts) - op_time(op), 0.0);
   std::vector<TensorId> swapped;
   for (std::size_t k = 0; k < c.inputs.size(); ++k) {
@@ -400,7 +410,7 @@ void Model::price_split(Candidate& c, OpId op) const
       c.cost_s += recompute_cost(x) * static_cast<double>(regenerations);
     }
   }
-  c.cost_s += split_swap_stall(op, c.parts, c.extent, swapped);
+  c.cost_s += split_swap_stall(op, split, swapped);
 }
 
 int Model::most_parts(std::int64_t extent) const
@@ -430,6 +440,7 @@ std::optional<Candidate> Model::best_split(OpId op_id) const
     now.parts = current.parts;
     now.dim = current.dim;
     now.extent = current.extent;
+    now.halo = current.halo;
     now.inputs = current.inputs;
     for (TensorId x : current.inputs)
       now.moves.push_back(configs_[static_cast<std::size_t>(x)].move);
@@ -467,6 +478,7 @@ std::optional<Candidate> Model::best_split(OpId op_id) const
     c.split = true;
     c.dim = axis.dim;
     c.extent = axis.extent;
+    c.halo = axis.halo;
     if (dead.empty() && live.empty()) {
       if (!options_.split_workspace || op.workspace_bytes == 0)
         continue;
@@ -537,6 +549,7 @@ void Model::apply(const Candidate& c, OpId op)
     decision.parts = c.parts;
     decision.dim = c.dim;
     decision.extent = c.extent;
+    decision.halo = c.halo;
     decision.inputs = c.inputs;
     for (std::size_t k = 0; k < c.inputs.size(); ++k) {
       const TensorId x = c.inputs[k];

@@ -16,7 +16,7 @@ namespace memsim::tsplit {
 
 struct Options {
   bool split = true;              // false: "TSPLIT w/o Split"
-  std::string dims = "batch";     // split dimensions the planner may use: batch, channel, sequence, heads (tsplit_dims)
+  std::string dims = "batch";     // split dimensions the planner may use (tsplit_dims.hpp)
   int max_split = 32;             // most micro-tensors per split
   bool split_workspace = true;    // a split op's workspace shrinks with its micro-ops (§11-A8)
   bool split_dead_inputs = false; // split inputs dead after the op too (their parts are just freed, §11-A4)
@@ -52,6 +52,7 @@ struct SplitDecision {
   int parts = 1;
   std::string dim = "batch";
   std::int64_t extent = 0; // rows along dim (0: unknown, equal byte shares)
+  int halo = 0;            // micro-op u reads input parts u-halo..u+halo: part u is freed after micro-op u+halo
   std::vector<TensorId> inputs;
 };
 
@@ -63,6 +64,7 @@ struct Candidate {
   int parts = 1;                // split
   std::string dim;              // split: along this dimension ...
   std::int64_t extent = 0;      // ... of this many rows
+  int halo = 0;                 // ... reading this many neighbour parts on each side (SplitDecision::halo)
   std::vector<TensorId> inputs; // split: the inputs freed part by part
   std::vector<Move> moves;      // split: per input
   std::uint64_t saved = 0;      // ΔM at the bottleneck op
@@ -110,8 +112,8 @@ private:
   // The gaps a tensor recomputed for the read at `first_read` is absent over, per recompute_mode.
   std::vector<Gap> recompute_gaps(TensorId tensor, OpId gap_start, OpId first_read) const;
   void price_split(Candidate& candidate, OpId op) const; // fills saved and cost_s
-  std::uint64_t split_saving(OpId op, int parts, std::int64_t extent, const std::vector<TensorId>& inputs) const;
-  double split_swap_stall(OpId op, int parts, std::int64_t extent, const std::vector<TensorId>& swapped) const;
+  std::uint64_t split_saving(OpId op, const SplitDecision& split) const;
+  double split_swap_stall(OpId op, const SplitDecision& split, const std::vector<TensorId>& swapped) const;
   int most_parts(std::int64_t extent) const;
   void consider_split(std::optional<Candidate>& best, Candidate candidate) const;
 
