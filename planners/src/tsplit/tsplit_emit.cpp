@@ -129,21 +129,21 @@ private:
   // link sharing, not a private list schedule.
   void time_steps()
   {
-    Plan timed = plan_;
-    timed.budget_bytes = budget_;
     SimOptions simulation;
     simulation.record_timeline = false;
     if (planned_through_) { // the ops not planned yet need more: a GPU with room for the account's peak
       Machine roomy = machine_;
       roomy.gpus.at(0).memory = std::max(roomy.gpus.at(0).memory, cursor_->peak());
-      timed.budget_bytes = std::max(budget_, cursor_->peak());
-      const RunResult run = simulate_fast(trace_, roomy, timed, simulation);
+      plan_.budget_bytes = std::max(budget_, cursor_->peak()); // a partial plan is only timed, never returned
+      const RunResult run = simulate_fast(trace_, roomy, plan_, simulation);
       if (!run.metrics.feasible || run.error)
         throw Infeasible(fmt::format("tsplit: the plan so far (through op {}) does not run: {}", *planned_through_,
                                      run.error ? run.error->message : "infeasible"));
       plan_.estimate.iteration_time_s = run.metrics.iteration_time_s;
       return;
     }
+    Plan timed = plan_;
+    timed.budget_bytes = budget_;
     const RunResult run = simulate_fast(trace_, machine_, timed, simulation);
     if (run.metrics.feasible && !run.error)
       plan_.estimate.iteration_time_s = run.metrics.iteration_time_s;
