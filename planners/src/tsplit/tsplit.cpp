@@ -1,9 +1,11 @@
 // TSPLIT (Nie et al., ICDE 2022): Alg. 2 over the trace's schedule. At every op whose memory exceeds the budget,
 // the cheapest non-split option (swap or recompute of another live feature map) competes with the cheapest split of
 // the op's inputs (p micro-ops, the input parts swapped or recomputed) by ΔT/ΔM; a tie goes to non-split. The cost
-// model is tsplit_model.hpp; the plan is emitted by tsplit_emit.hpp. Spec: ../shared/specs/tsplit.md §3-§6.
+// model is tsplit_model.hpp (cost=simulated re-scores its best candidates on the fast engine: tsplit_simulated.hpp);
+// the plan is emitted by tsplit_emit.hpp. Spec: ../shared/specs/tsplit.md §3-§6.
 #include "tsplit_emit.hpp"
 #include "tsplit_model.hpp"
+#include "tsplit_simulated.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
@@ -24,17 +26,17 @@ Plan run_algorithm2(const TraceAnalysis& analysis, const Machine& machine, std::
   Model model(analysis, machine, budget, options);
   for (const Op& op : trace.ops) {
     while (model.memory(op.id) > budget) {
-      const std::optional<Candidate> keep_whole = model.best_non_split(op.id);
-      const std::optional<Candidate> split = model.best_split(op.id);
-      if (!keep_whole && !split)
+      const std::optional<Candidate> choice =
+          options.cost == "simulated"
+              ? tsplit::choose_by_simulation(model, op.id, analysis, machine, budget, options)
+              : tsplit::prefer_whole_or_split(model.best_non_split(op.id), model.best_split(op.id));
+      if (!choice)
         throw Infeasible(fmt::format("tsplit: bottleneck at op {} '{}' needs {} more; no reside tensor or splittable "
                                      "input left (budget {}, {} bytes)",
                                      op.id, op.name,
                                      units::format_bytes(static_cast<double>(model.memory(op.id) - budget)),
                                      units::format_bytes(static_cast<double>(budget)), budget));
-      // Alg. 2 line 15: ratio1 <= ratio2 keeps the tensor whole.
-      const bool whole = keep_whole && (!split || keep_whole->ratio() <= split->ratio());
-      model.apply(whole ? *keep_whole : *split, op.id);
+      model.apply(*choice, op.id);
     }
   }
   return tsplit::emit_plan(model, analysis, machine, budget, options);
@@ -79,7 +81,11 @@ ParamList<tsplit::Options> tsplit_params()
           param("recompute_mode", &Options::recompute_mode,
                 "a recomputed tensor's later readers: memory (freed after each reader, regenerated for the next), "
                 "speed (kept to its last reader), lru (kept over a gap while the budget has room there)",
-                {.choices = {"memory", "speed", "lru"}})};
+                {.choices = {"memory", "speed", "lru"}}),
+          param("cost", &Options::cost,
+                "how candidates are scored: analytic (Eq. 2-6) or simulated (the analytic top ones re-run on the fast "
+                "engine with the plan so far; slower, not in the paper)",
+                {.choices = {"analytic", "simulated"}})};
 }
 
 } // namespace

@@ -109,9 +109,9 @@ Extras add_extras(const Model& model, const Trace& trace, const Options& options
 class Emitter {
 public:
   Emitter(const Model& model, const TraceAnalysis& analysis, const Machine& machine, std::uint64_t budget,
-          const Options& options)
+          const Options& options, std::optional<OpId> planned_through = std::nullopt)
       : model_(model), analysis_(analysis), trace_(analysis.trace()), machine_(machine), budget_(budget),
-        options_(options)
+        options_(options), planned_through_(planned_through)
   {
   }
 
@@ -136,10 +136,21 @@ private:
   // link sharing, not a private list schedule.
   void time_steps()
   {
-    Plan timed = plan_;
-    timed.budget_bytes = budget_;
     SimOptions simulation;
     simulation.record_timeline = false;
+    if (planned_through_) { // the ops not planned yet need more: a GPU with room for the account's peak
+      Machine roomy = machine_;
+      roomy.gpus.at(0).memory = std::max(roomy.gpus.at(0).memory, cursor_->peak());
+      plan_.budget_bytes = std::max(budget_, cursor_->peak()); // a partial plan is only timed, never returned
+      const RunResult run = simulate_fast(trace_, roomy, plan_, simulation);
+      if (!run.metrics.feasible || run.error)
+        throw Infeasible(fmt::format("tsplit: the plan so far (through op {}) does not run: {}", *planned_through_,
+                                     run.error ? run.error->message : "infeasible"));
+      plan_.estimate.iteration_time_s = run.metrics.iteration_time_s;
+      return;
+    }
+    Plan timed = plan_;
+    timed.budget_bytes = budget_;
     const RunResult run = simulate_fast(trace_, machine_, timed, simulation);
     if (run.metrics.feasible && !run.error)
       plan_.estimate.iteration_time_s = run.metrics.iteration_time_s;
@@ -190,16 +201,22 @@ private:
                                   units::format_bytes(static_cast<double>(budget_)), budget_));
   }
 
-  // Waits for finished offloads (oldest first) until `needed` more bytes fit.
+  // Waits for finished offloads (oldest first) until `needed` more bytes fit. In a partial plan the ops after
+  // `planned_through_` are not held to the budget; the op the greedy is at is held to the memory the model still
+  // gives it (later decisions lower it to the budget), and where the account cannot get there it waits for every
+  // pending free and goes on.
   void make_room(std::uint64_t needed, std::vector<StepId>& deps, const Op& op)
   {
-    while (cursor_->in_use() + needed > budget_ && !pending_.empty()) {
+    const bool unplanned = planned_through_ && walking_ > *planned_through_;
+    const std::uint64_t limit = planned_through_ ? std::max(budget_, model_.memory(walking_)) : budget_;
+    const auto over = [&] { return !unplanned && cursor_->in_use() + needed > limit; };
+    while (over() && !pending_.empty()) {
       const TensorId tensor = pending_.front();
       pending_.pop_front();
       cursor_->free(tensor);
       deps.push_back(free_of_[static_cast<std::size_t>(tensor)]);
     }
-    if (cursor_->in_use() + needed > budget_)
+    if (over() && !planned_through_)
       throw failure(op, needed);
   }
 
@@ -345,6 +362,7 @@ private:
 
   void walk(const Op& op)
   {
+    walking_ = op.id;
     const auto k = static_cast<std::size_t>(op.id);
     for (TensorId tensor : prefetch_at_[k])
       prefetch(tensor, op);
@@ -395,6 +413,8 @@ private:
   const Machine& machine_;
   std::uint64_t budget_;
   Options options_;
+  std::optional<OpId> planned_through_; // a partial plan (cost=simulated): the greedy has reached this op
+  OpId walking_ = -1;                   // the trace op being emitted
   Plan plan_;
   PlanBuilder builder_{plan_};
   Extras extras_;
@@ -418,6 +438,12 @@ Plan emit_plan(const Model& model, const TraceAnalysis& analysis, const Machine&
                const Options& options)
 {
   return Emitter(model, analysis, machine, budget, options).run();
+}
+
+double simulate_partial_plan(const Model& model, const TraceAnalysis& analysis, const Machine& machine,
+                             std::uint64_t budget, const Options& options, OpId planned_through)
+{
+  return *Emitter(model, analysis, machine, budget, options, planned_through).run().estimate.iteration_time_s;
 }
 
 } // namespace memsim::tsplit

@@ -17,4 +17,11 @@ namespace memsim::tsplit {
 Plan emit_plan(const Model& model, const TraceAnalysis& analysis, const Machine& machine, std::uint64_t budget,
                const Options& options);
 
+// cost=simulated: the fast engine's iteration time of the plan of the decisions so far, the greedy having reached
+// op `planned_through`. Emitted as emit_plan does, but ops after it are not held to the budget (later decisions will
+// fit them) and that op to the model's memory there where it still exceeds the budget; the GPU gets room for what
+// the account then holds. Throws Infeasible when the engine cannot run it (a planner bug).
+double simulate_partial_plan(const Model& model, const TraceAnalysis& analysis, const Machine& machine,
+                             std::uint64_t budget, const Options& options, OpId planned_through);
+
 } // namespace memsim::tsplit

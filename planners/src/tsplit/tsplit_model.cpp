@@ -290,16 +290,51 @@ std::vector<Gap> Model::recompute_gaps(TensorId tensor, OpId gap_start, OpId fir
   return gaps;
 }
 
-std::optional<Candidate> Model::best_non_split(OpId op) const
+bool better_non_split(const Candidate& a, const Candidate& b)
 {
-  std::optional<Candidate> best;
-  auto consider = [&](Candidate c) {
-    if (c.saved == 0)
-      return;
-    if (!best || c.ratio() < best->ratio() ||
-        (c.ratio() == best->ratio() &&
-         (c.saved > best->saved || (c.saved == best->saved && c.producer < best->producer))))
-      best = std::move(c);
+  return a.ratio() < b.ratio() ||
+         (a.ratio() == b.ratio() && (a.saved > b.saved || (a.saved == b.saved && a.producer < b.producer)));
+}
+
+bool better_split(const Candidate& a, const Candidate& b)
+{
+  return a.ratio() < b.ratio() || (a.ratio() == b.ratio() && a.saved > b.saved);
+}
+
+std::optional<Candidate> best_non_split_of(const std::vector<Candidate>& candidates)
+{
+  const Candidate* best = nullptr;
+  for (const Candidate& c : candidates)
+    if (!best || better_non_split(c, *best))
+      best = &c;
+  return best ? std::optional<Candidate>(*best) : std::nullopt;
+}
+
+std::optional<Candidate> best_split_of(const std::vector<Candidate>& candidates)
+{
+  const Candidate* best = nullptr;
+  for (const Candidate& c : candidates)
+    if (!best || better_split(c, *best))
+      best = &c;
+  return best ? std::optional<Candidate>(*best) : std::nullopt;
+}
+
+std::optional<Candidate> prefer_whole_or_split(const std::optional<Candidate>& keep_whole,
+                                               const std::optional<Candidate>& split)
+{
+  return keep_whole && (!split || keep_whole->ratio() <= split->ratio()) ? keep_whole : split;
+}
+
+std::optional<Candidate> Model::best_non_split(OpId op) const { return best_non_split_of(non_split_candidates(op)); }
+
+std::optional<Candidate> Model::best_split(OpId op) const { return best_split_of(split_candidates(op)); }
+
+std::vector<Candidate> Model::non_split_candidates(OpId op) const
+{
+  std::vector<Candidate> found;
+  auto consider = [&](const Candidate& c) {
+    if (c.saved != 0)
+      found.push_back(c);
   };
   for (TensorId id : candidates_) {
     if (configs_[static_cast<std::size_t>(id)].move != Move::reside)
@@ -329,7 +364,7 @@ std::optional<Candidate> Model::best_non_split(OpId op) const
       consider(c);
     }
   }
-  return best;
+  return found;
 }
 
 // Micro-op u holds the input parts not yet freed, the output parts 0..u and its workspace share. Input part v is
@@ -418,21 +453,19 @@ int Model::most_parts(std::int64_t extent) const
   return static_cast<int>(std::min<std::int64_t>(extent, options_.max_split));
 }
 
-void Model::consider_split(std::optional<Candidate>& best, Candidate c) const
+void Model::consider_split(std::vector<Candidate>& found, const Candidate& c) const
 {
-  if (c.saved == 0)
-    return;
-  if (!best || c.ratio() < best->ratio() || (c.ratio() == best->ratio() && c.saved > best->saved))
-    best = std::move(c);
+  if (c.saved != 0)
+    found.push_back(c);
 }
 
 // Over the dims the op allows and `dims` names (tsplit_dims.hpp), in their fixed order: on a tie the earlier dim.
-std::optional<Candidate> Model::best_split(OpId op_id) const
+std::vector<Candidate> Model::split_candidates(OpId op_id) const
 {
   const Op& op = trace_->op(op_id);
+  std::vector<Candidate> found; // every split with ΔM > 0, in the order ties keep
   if (!options_.split || op.phase == Phase::update)
-    return std::nullopt;
-  std::optional<Candidate> best;
+    return found;
   const SplitDecision& current = splits_[static_cast<std::size_t>(op_id)];
   if (current.parts > 1) { // a larger p for the same inputs and dim, scored on the margin
     Candidate now;
@@ -455,9 +488,9 @@ std::optional<Candidate> Model::best_split(OpId op_id) const
         continue;
       c.saved -= now.saved;
       c.cost_s = std::max(c.cost_s - now.cost_s, 0.0);
-      consider_split(best, std::move(c));
+      consider_split(found, c);
     }
-    return best;
+    return found;
   }
   for (const SplitAxis& axis : split_axes(*trace_, op, dims_, extent_, splits_declared_)) {
     const int most = most_parts(axis.extent);
@@ -487,7 +520,7 @@ std::optional<Candidate> Model::best_split(OpId op_id) const
           break;
         c.parts = parts;
         price_split(c, op_id);
-        consider_split(best, c);
+        consider_split(found, c);
       }
       continue;
     }
@@ -513,11 +546,11 @@ std::optional<Candidate> Model::best_split(OpId op_id) const
           break;
         c.parts = parts;
         price_split(c, op_id);
-        consider_split(best, c);
+        consider_split(found, c);
       }
     }
   }
-  return best;
+  return found;
 }
 
 void Model::apply(const Candidate& c, OpId op)

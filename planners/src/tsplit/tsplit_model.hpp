@@ -26,6 +26,9 @@ struct Options {
   // regenerates it for the next one; "speed" keeps it to its last reader; "lru" keeps it across a gap while the
   // planner's memory account leaves room there and regenerates it otherwise.
   std::string recompute_mode = "memory";
+  // analytic: candidates scored by Eq. 2-6; simulated: the analytic model's top ones re-scored by running the plan
+  // so far with each on the fast engine (tsplit_simulated.hpp; not in the paper).
+  std::string cost = "analytic";
 };
 
 // Ops (after, until) exclusive without a recomputed tensor; it is regenerated just before `until`.
@@ -77,6 +80,17 @@ struct Candidate {
 // on part 0. The parts add up to `bytes`.
 std::uint64_t part_bytes(std::uint64_t bytes, int parts, int u, std::int64_t extent);
 
+// a beats b by ΔT/ΔM (cost_s/saved) with the spec's ties (§4 item 4): the larger ΔM, then for non-split the earlier
+// producer. The best of a list is the first one nothing later beats: on a full tie the first listed (non-split: the
+// lower tensor id, swap before recompute; split: the earlier dim, swap before recompute, fewer parts).
+bool better_non_split(const Candidate& a, const Candidate& b);
+bool better_split(const Candidate& a, const Candidate& b);
+std::optional<Candidate> best_non_split_of(const std::vector<Candidate>& candidates);
+std::optional<Candidate> best_split_of(const std::vector<Candidate>& candidates);
+// Alg. 2 line 15: ratio1 <= ratio2 keeps the tensor whole.
+std::optional<Candidate> prefer_whole_or_split(const std::optional<Candidate>& keep_whole,
+                                               const std::optional<Candidate>& split);
+
 class Model {
 public:
   Model(const TraceAnalysis& analysis, const Machine& machine, std::uint64_t budget, const Options& options);
@@ -85,6 +99,10 @@ public:
   void evaluate();
   std::uint64_t memory(OpId op) const { return memory_[static_cast<std::size_t>(op)]; }
 
+  // Alg. 2's steps 1 and 2 at bottleneck `op`: every candidate with ΔM > 0, in the order the ties keep, and the best
+  // of them by the analytic ΔT/ΔM (best_non_split_of / best_split_of).
+  std::vector<Candidate> non_split_candidates(OpId op) const;
+  std::vector<Candidate> split_candidates(OpId op) const;
   std::optional<Candidate> best_non_split(OpId op) const;
   std::optional<Candidate> best_split(OpId op) const;
   void apply(const Candidate& candidate, OpId op);
@@ -115,7 +133,7 @@ private:
   std::uint64_t split_saving(OpId op, const SplitDecision& split) const;
   double split_swap_stall(OpId op, const SplitDecision& split, const std::vector<TensorId>& swapped) const;
   int most_parts(std::int64_t extent) const;
-  void consider_split(std::optional<Candidate>& best, Candidate candidate) const;
+  void consider_split(std::vector<Candidate>& found, const Candidate& candidate) const;
 
   const TraceAnalysis* analysis_;
   const Trace* trace_;
