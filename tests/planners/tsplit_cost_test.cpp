@@ -19,24 +19,11 @@
 namespace memsim {
 namespace {
 
-Machine one_gpu(double bandwidth)
-{
-  Machine m;
-  m.name = "one-gpu";
-  m.gpus.push_back(Gpu{"gpu0", "test-gpu", 1ull << 40, {{"fp32", 10e12}}, 1e12, 0});
-  m.host.memory = 1ull << 40;
-  m.links.push_back(Link{"pcie", "gpu0", "host", bandwidth, 0, Duplex::split});
-  return m;
-}
+Machine one_gpu(double bandwidth) { return test::one_gpu_machine(1ull << 40, bandwidth); }
 
 Plan tsplit(const Trace& trace, const Machine& m, std::uint64_t budget, const nlohmann::json& params)
 {
-  PlanRequest request;
-  request.budget_bytes = budget;
-  request.params = params;
-  Plan plan = make_plan("tsplit", trace, m, request);
-  validate_plan(plan, trace, 1, "tsplit");
-  return plan;
+  return test::plan_on("tsplit", trace, m, budget, params);
 }
 
 bool has_step(const Plan& plan, StepKind kind, TensorId tensor)

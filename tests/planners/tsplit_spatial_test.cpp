@@ -24,24 +24,12 @@ using Shape = std::vector<std::int64_t>;
 
 constexpr std::uint64_t kUnit = 3 << 20; // 786,432 fp32 values: 12 rows of 65,536
 
-Machine machine(double bandwidth, double latency = 0)
-{
-  Machine m;
-  m.name = "one-gpu";
-  m.gpus.push_back(Gpu{"gpu0", "test-gpu", 1ull << 40, {{"fp32", 10e12}}, 1e12, 0});
-  m.host.memory = 1ull << 40;
-  m.links.push_back(Link{"pcie", "gpu0", "host", bandwidth, latency, Duplex::split});
-  return m;
-}
+// One GPU with room for everything (the planner's budget is what binds) behind a host link of `bandwidth`.
+Machine machine(double bandwidth, double latency = 0) { return test::one_gpu_machine(1ull << 40, bandwidth, latency); }
 
 Plan tsplit(const Trace& trace, const Machine& m, std::uint64_t budget, nlohmann::json params)
 {
-  PlanRequest request;
-  request.budget_bytes = budget;
-  request.params = std::move(params);
-  Plan plan = make_plan("tsplit", trace, m, request);
-  validate_plan(plan, trace, 1, "tsplit");
-  return plan;
+  return test::plan_on("tsplit", trace, m, budget, std::move(params));
 }
 
 RunResult run_on(EngineKind engine, const Trace& trace, const Machine& m, const Plan& plan)

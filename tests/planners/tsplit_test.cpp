@@ -1,6 +1,7 @@
 // The tsplit planner (issue 10, item 1) on hand-built traces whose answers are worked out from the paper's
 // formulas (spec tsplit.md §9): Eq. 5's saving in the simulated peak, the Fig. 7/8 choice between a swap and a
 // split (ties go to non-split), the split+swap pipeline stall, and determinism. Plans run on the fast engine.
+#include "planner_test_support.hpp"
 #include "trace_builder.hpp"
 
 #include "memsim/common/error.hpp"
@@ -28,24 +29,12 @@ struct TinyTrace : test::TraceBuilder {
   }
 };
 
-Machine machine(double bandwidth, double latency = 0)
-{
-  Machine m;
-  m.name = "one-gpu";
-  m.gpus.push_back(Gpu{"gpu0", "test-gpu", 1ull << 40, {{"fp32", 10e12}}, 1e12, 0});
-  m.host.memory = 1ull << 40;
-  m.links.push_back(Link{"pcie", "gpu0", "host", bandwidth, latency, Duplex::split});
-  return m;
-}
+// One GPU with room for everything (the planner's budget is what binds) behind a host link of `bandwidth`.
+Machine machine(double bandwidth, double latency = 0) { return test::one_gpu_machine(1ull << 40, bandwidth, latency); }
 
 Plan tsplit(const Trace& trace, const Machine& m, std::uint64_t budget, nlohmann::json params)
 {
-  PlanRequest request;
-  request.budget_bytes = budget;
-  request.params = std::move(params);
-  Plan plan = make_plan("tsplit", trace, m, request);
-  validate_plan(plan, trace, 1, "tsplit");
-  return plan;
+  return test::plan_on("tsplit", trace, m, budget, std::move(params));
 }
 
 RunResult run_fast(const Trace& trace, const Machine& m, const Plan& plan)

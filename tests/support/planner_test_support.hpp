@@ -12,17 +12,25 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace memsim::test {
 
-inline Plan plan_with(const std::string& planner, const Trace& trace, std::uint64_t budget, nlohmann::json params = {})
+// `planner`'s plan of `trace` on a one-GPU `machine` at `budget`, validated.
+inline Plan plan_on(const std::string& planner, const Trace& trace, const Machine& machine, std::uint64_t budget,
+                    nlohmann::json params = {})
 {
   PlanRequest request;
   request.budget_bytes = budget;
-  request.params = params.is_null() ? nlohmann::json::object() : params;
-  Plan plan = make_plan(planner, trace, one_gpu_machine(), request);
+  request.params = params.is_null() ? nlohmann::json::object() : std::move(params);
+  Plan plan = make_plan(planner, trace, machine, request);
   validate_plan(plan, trace, 1, planner);
   return plan;
+}
+
+inline Plan plan_with(const std::string& planner, const Trace& trace, std::uint64_t budget, nlohmann::json params = {})
+{
+  return plan_on(planner, trace, one_gpu_machine(), budget, std::move(params));
 }
 
 // A generator's trace with every op timed by one roofline (14 TFLOP/s, 900 GB/s, 5 us launch).
