@@ -9,9 +9,10 @@ namespace memsim::harmony {
 const char* const kSwapEstimateModel =
     "analytic: per stage and microbatch, sum over layers of max(compute, swap-in bytes / share, swap-out bytes / "
     "share) plus the boundary tensor received at bw_p2p; dp (share bw_swap/N, replicas in lockstep): m (F + B) + U; "
-    "pipelines (share bw_swap), the larger of the composition and every stage's bytes per direction / bw_swap: "
-    "gpipe sum_s F_s + (m-1) max_s F_s + sum_s B_s + (m-1) max_s B_s + max_s U_s, 1F1B sum_s (F_s + B_s) + (m-1) "
-    "max_s (F_s + B_s) + max_s U_s; U per layer: max(step, in, out) + ring all-reduce 2(R-1)/R |dW| / bw_p2p; "
+    "pipelines (share bw_swap), the larger of the composition and every stage's bytes per direction / bw_swap, "
+    "per phase for gpipe (its flush separates them): gpipe sum_s F_s + (m-1) max_s F_s, then sum_s B_s + (m-1) "
+    "max_s B_s, then max_s U_s; 1F1B sum_s (F_s + B_s) + (m-1) max_s (F_s + B_s) + max_s U_s; U per layer: max(step, "
+    "in, out) + ring all-reduce 2(R-1)/R |dW| / bw_p2p; "
     "bw_swap 11.5 GiB/s, bw_p2p 8.2 GiB/s (Harmony's estimator defaults)";
 
 namespace {
@@ -144,16 +145,21 @@ double slowest_update(const std::vector<StagePassTimes>& stages)
   return slowest;
 }
 
-// Every stage's bytes of the iteration over the host link, in its busier direction, at bw_swap.
-double host_link_bound(const std::vector<StagePassTimes>& stages, int microbatches)
+// The host link's time for what the stages move in one phase, in its busier direction, at bw_swap.
+enum Phase : unsigned { kForwards = 1, kBackwards = 2, kUpdates = 4 };
+double host_link_bound(const std::vector<StagePassTimes>& stages, int microbatches, unsigned phases)
 {
   std::array<double, 2> bytes{};
   for (const StagePassTimes& stage : stages)
-    for (std::size_t direction = 0; direction < 2; ++direction)
-      bytes[direction] += microbatches * (stage.forward_bytes[direction] + stage.backward_bytes[direction]) +
-                          stage.update_bytes[direction];
-  for (const StagePassTimes& stage : stages)
-    bytes[0] -= stage.gradient_bytes; // the first backward brings no dW in
+    for (std::size_t direction = 0; direction < 2; ++direction) {
+      if (phases & kForwards)
+        bytes[direction] += microbatches * stage.forward_bytes[direction];
+      if (phases & kBackwards)
+        bytes[direction] += microbatches * stage.backward_bytes[direction] -
+                            (direction == 0 ? stage.gradient_bytes : 0.0); // the first backward brings no dW in
+      if (phases & kUpdates)
+        bytes[direction] += stage.update_bytes[direction];
+    }
   return std::max(bytes[0], bytes[1]) / EstimatorSettings{}.bw_swap;
 }
 
@@ -167,9 +173,11 @@ double compose_gpipe(const std::vector<StagePassTimes>& stages, int microbatches
     backward_first.push_back(stage.backward_first);
     backward.push_back(stage.backward_accumulating);
   }
-  return std::max(pipelined(forward, forward, microbatches) + pipelined(backward_first, backward, microbatches) +
-                      slowest_update(stages),
-                  host_link_bound(stages, microbatches));
+  // The flush separates the phases: the forwards' swap-outs cannot overlap the backwards' swap-ins.
+  return std::max(pipelined(forward, forward, microbatches), host_link_bound(stages, microbatches, kForwards)) +
+         std::max(pipelined(backward_first, backward, microbatches),
+                  host_link_bound(stages, microbatches, kBackwards)) +
+         std::max(slowest_update(stages), host_link_bound(stages, microbatches, kUpdates));
 }
 
 double compose_one_forward_one_backward(const std::vector<StagePassTimes>& stages, int microbatches)
@@ -180,7 +188,7 @@ double compose_one_forward_one_backward(const std::vector<StagePassTimes>& stage
     steady.push_back(stage.forward + stage.backward_accumulating);
   }
   return std::max(pipelined(first, steady, microbatches) + slowest_update(stages),
-                  host_link_bound(stages, microbatches));
+                  host_link_bound(stages, microbatches, kForwards | kBackwards | kUpdates));
 }
 
 } // namespace memsim::harmony

@@ -38,7 +38,8 @@ StagePassTimes stage_pass_times(const Trace& trace, const LayerChainIds& chain, 
 // DP: every GPU runs its m microbatches one after another, then the update.
 double compose_data_parallel(const StagePassTimes& replica, int microbatches);
 // GPipe: all forwards through the pipeline (fill, then the slowest stage per microbatch), then all backwards, then
-// each stage's update in parallel; at least the host link's time for every stage's bytes. Stages timed at sharing 1.
+// each stage's update in parallel; each phase at least the host link's time for every stage's bytes in it (the
+// flush keeps the forwards' swap-outs and the backwards' swap-ins apart). Stages timed at sharing 1.
 double compose_gpipe(const std::vector<StagePassTimes>& stages, int microbatches);
 // 1F1B: the first microbatch through every stage and back, then the slowest stage's forward + backward per further
 // microbatch, then the updates; at least the host link's time. Stages timed at sharing 1.
