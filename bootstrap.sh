@@ -64,7 +64,8 @@ case "$mode" in
     fi
     if [ "${MEMSIM_SKIP_SANITIZERS:-0}" != 1 ]; then
       timed build debug
-      timed ctest --preset debug -j "$jobs" -LE 'slow|slurm'  # the Slurm cluster test runs once, in the release pass
+      # The Slurm cluster test and the format check run once, in the release pass.
+      timed ctest --preset debug -j "$jobs" -LE 'slow|slurm|format'
     fi
     ;;
   *)
