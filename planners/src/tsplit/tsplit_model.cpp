@@ -301,20 +301,11 @@ bool better_split(const Candidate& a, const Candidate& b)
   return a.ratio() < b.ratio() || (a.ratio() == b.ratio() && a.saved > b.saved);
 }
 
-std::optional<Candidate> best_non_split_of(const std::vector<Candidate>& candidates)
+std::optional<Candidate> best_of(const std::vector<Candidate>& candidates, CandidateOrder better)
 {
   const Candidate* best = nullptr;
   for (const Candidate& c : candidates)
-    if (!best || better_non_split(c, *best))
-      best = &c;
-  return best ? std::optional<Candidate>(*best) : std::nullopt;
-}
-
-std::optional<Candidate> best_split_of(const std::vector<Candidate>& candidates)
-{
-  const Candidate* best = nullptr;
-  for (const Candidate& c : candidates)
-    if (!best || better_split(c, *best))
+    if (!best || better(c, *best))
       best = &c;
   return best ? std::optional<Candidate>(*best) : std::nullopt;
 }
@@ -325,9 +316,12 @@ std::optional<Candidate> prefer_whole_or_split(const std::optional<Candidate>& k
   return keep_whole && (!split || keep_whole->ratio() <= split->ratio()) ? keep_whole : split;
 }
 
-std::optional<Candidate> Model::best_non_split(OpId op) const { return best_non_split_of(non_split_candidates(op)); }
+std::optional<Candidate> Model::best_non_split(OpId op) const
+{
+  return best_of(non_split_candidates(op), better_non_split);
+}
 
-std::optional<Candidate> Model::best_split(OpId op) const { return best_split_of(split_candidates(op)); }
+std::optional<Candidate> Model::best_split(OpId op) const { return best_of(split_candidates(op), better_split); }
 
 std::vector<Candidate> Model::non_split_candidates(OpId op) const
 {

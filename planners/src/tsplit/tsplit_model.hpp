@@ -85,8 +85,8 @@ std::uint64_t part_bytes(std::uint64_t bytes, int parts, int u, std::int64_t ext
 // lower tensor id, swap before recompute; split: the earlier dim, swap before recompute, fewer parts).
 bool better_non_split(const Candidate& a, const Candidate& b);
 bool better_split(const Candidate& a, const Candidate& b);
-std::optional<Candidate> best_non_split_of(const std::vector<Candidate>& candidates);
-std::optional<Candidate> best_split_of(const std::vector<Candidate>& candidates);
+using CandidateOrder = bool (*)(const Candidate& a, const Candidate& b);
+std::optional<Candidate> best_of(const std::vector<Candidate>& candidates, CandidateOrder better);
 // Alg. 2 line 15: ratio1 <= ratio2 keeps the tensor whole.
 std::optional<Candidate> prefer_whole_or_split(const std::optional<Candidate>& keep_whole,
                                                const std::optional<Candidate>& split);
@@ -100,7 +100,7 @@ public:
   std::uint64_t memory(OpId op) const { return memory_[static_cast<std::size_t>(op)]; }
 
   // Alg. 2's steps 1 and 2 at bottleneck `op`: every candidate with ΔM > 0, in the order the ties keep, and the best
-  // of them by the analytic ΔT/ΔM (best_non_split_of / best_split_of).
+  // of them by the analytic ΔT/ΔM (best_of with better_non_split / better_split).
   std::vector<Candidate> non_split_candidates(OpId op) const;
   std::vector<Candidate> split_candidates(OpId op) const;
   std::optional<Candidate> best_non_split(OpId op) const;

@@ -44,7 +44,7 @@ std::optional<Candidate> choose_by_simulation(const Model& model, OpId op, const
   };
   std::for_each(keep_whole.begin(), keep_whole.end(), score);
   std::for_each(split.begin(), split.end(), score);
-  return prefer_whole_or_split(best_non_split_of(keep_whole), best_split_of(split));
+  return prefer_whole_or_split(best_of(keep_whole, better_non_split), best_of(split, better_split));
 }
 
 } // namespace memsim::tsplit
