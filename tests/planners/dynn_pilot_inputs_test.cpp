@@ -10,7 +10,16 @@
 #include "memsim/planners/dynn/pilot_inputs.hpp"
 #include "memsim/traces/dynamic_generators.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <gtest/gtest.h>
+
+#include <numeric>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace memsim::dynn {
 namespace {
@@ -79,6 +88,36 @@ TEST(DynnIdioms, UnshapedFallbackAndUnknownTypes)
   EXPECT_EQ(matrix.rows[0], (OpSignature{1, 0, 0, 1, 1, 0, 0.25, 0.25, 1}));
   EXPECT_EQ(matrix.rows[2], (OpSignature{0, 0, 0, 0, 0, 0, 0.25, 0.25, 1}));
   EXPECT_EQ(matrix.unknown_types, 1u);
+}
+
+// Every op type the seven dynamic generators emit has an idiom row: an unknown type would reach the pilot as an
+// all-zero signature, indistinguishable from a view.
+TEST(DynnIdioms, EveryDynamicGeneratorsOpTypeIsKnown)
+{
+  const Roofline roofline{10e12, 1e12, 5e-6, "test-gpu"};
+  auto two_iterations = [](auto spec) {
+    spec.iterations = 2;
+    return spec;
+  };
+  const std::vector<std::pair<std::string, Trace>> traces{
+      {"var-lstm", generate_var_lstm(two_iterations(VarLstmSpec{}), roofline)},
+      {"treelstm", generate_tree_lstm(two_iterations(TreeLstmSpec{}), roofline)},
+      {"moe", generate_moe(two_iterations(MoeSpec{}), roofline)},
+      {"var-bert", generate_var_bert(two_iterations(VarBertSpec{}), roofline)},
+      {"tree-cnn", generate_tree_cnn(two_iterations(TreeCnnSpec{}), roofline)},
+      {"unrolled-gan", generate_unrolled_gan(two_iterations(UnrolledGanSpec{}), roofline)},
+      {"recycle", generate_recycle(two_iterations(RecycleSpec{}), roofline)}};
+  for (const auto& [kind, trace] : traces) {
+    std::set<std::string> unknown;
+    for (const Op& op : trace.ops)
+      if (!idiom_counts(op.type))
+        unknown.insert(op.type);
+    EXPECT_TRUE(unknown.empty()) << kind << " emits op types without an idiom row: "
+                                 << fmt::format("{}", fmt::join(unknown, ", "));
+    std::vector<OpId> all(trace.ops.size());
+    std::iota(all.begin(), all.end(), OpId{0});
+    EXPECT_EQ(feature_matrix(trace, all).unknown_types, 0u) << kind;
+  }
 }
 
 TEST(DynnLabels, BlockVectorsAndTheFixedLengthLabel)

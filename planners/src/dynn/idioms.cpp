@@ -25,9 +25,14 @@ const std::vector<IdiomClass>& idiom_classes()
       // Its backward is two such products (the gradients of both operands).
       {{"matmul", "linear", "bmm", "mm", "addmm", "lstm_gates", "tree_lstm_gates", "expert_ffn_up", "expert_ffn_down",
         "attention_qkv", "attention_scores", "attention_context", "attention_out", "ffn_up", "ffn_down", "lm_head",
-        "outer_product_mean"},
+        "outer_product_mean", "linear_wgrad"},
        {1, 0, 0, 1, 1, 0},
        {2, 0, 0, 2, 2, 0}},
+      // The unrolled GAN's inner steps: dx = (dy W^T) masked by relu' is a product and one more stream; through it
+      // the outer backward runs the product's two and the mask.
+      {{"linear_relu_dgrad"}, {1, 0, 0, 1, 2, 0}, {2, 0, 0, 2, 3, 0}},
+      // Its inner SGD step w - lr g is one stream, and the gradient passes back through it as one.
+      {{"sgd_step"}, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 1, 0}},
       // Element-wise maps (Table V: maximum, elu, dropout); their backward also reduces (sigmoid/tanh/gelu backward).
       {{"relu", "gelu", "sigmoid", "tanh", "elu", "dropout", "maximum", "lstm_cell", "lstm_hidden", "tree_lstm_cell",
         "tree_lstm_hidden", "neg", "log", "sqrt", "exp", "div", "where", "threshold"},
