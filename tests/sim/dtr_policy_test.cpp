@@ -144,6 +144,20 @@ TEST_P(DtrOnEngine, TheEvictedNeighbourhoodAddsToTheCost)
   EXPECT_NEAR(local.metrics.iteration_time_s, 9 * kMs, 1e-12);
 }
 
+// MSPS: (c0 + c0 of the evicted ancestors) / bytes, no staleness. The graph above with f0 at 1.5 ms: at t=4.5 a0 is
+// 1.5 / 1 MB and a2 (c0 1 plus its evicted parent a1's 1) is 2 / 1 MB, so a0 goes; on its own cost alone a2 (1)
+// would. Nothing reads a0 again: 1.5 + 4 x 1 = 5.5 ms, no recomputation.
+TEST_P(DtrOnEngine, MspsAddsTheEvictedAncestorsCost)
+{
+  const Trace trace = hand_trace({kMB, kMB, kMB, kMB, 2 * kMB},
+                                 {{{0}, {1}, 1.5}, {{0}, {2}, 1}, {{2}, {3}, 1}, {{0}, {4}, 1}, {{0}, {5}, 1}});
+  const std::vector<std::vector<TensorId>> frees{{}, {}, {2}, {4}};
+  const RunResult msps = run_and_replay(trace, in_order(trace, 4 * kMB, "msps", frees));
+  EXPECT_THAT(evicted(msps), ElementsAre("a0"));
+  EXPECT_TRUE(labels_of(msps, StepKind::recompute).empty());
+  EXPECT_NEAR(msps.metrics.iteration_time_s, 5.5 * kMs, 1e-12);
+}
+
 // f0 x -> a0, f1 a0 -> a1, f2 a1 -> a2 (1 MB, 1 ms each); a0 released after f1, a1 after f2; f3 x -> a3 (2 MB)
 // evicts a2 (budget 3 MB); f4 a2 -> a4 (1 MB). f4 misses a2 -> recompute f2, which misses a1 -> recompute f1,
 // which misses a0 -> recompute f0 (a3 evicted for it); f2's recompute needs room: a0 goes; f4 needs room: a1
