@@ -63,7 +63,7 @@ std::string step_kind_names()
 Step read_step(const fast_json::Node& node, std::size_t index)
 {
   node.only_keys({"id", "kind", "device", "stream", "op", "tensor", "instance", "deps", "peer", "parts", "group",
-                  "iteration", "service_s"});
+                  "iteration", "loop", "service_s"});
   Step step;
   step.id = node.at("id").as_int();
   if (step.id != static_cast<std::int64_t>(index))
@@ -112,6 +112,9 @@ Step read_step(const fast_json::Node& node, std::size_t index)
   step.iteration = static_cast<int>(node.get_int_in("iteration", 0, kMinIndex, kMaxIndex));
   if (step.iteration < 0)
     node.at("iteration").fail("iteration must not be negative");
+  step.loop = static_cast<int>(node.get_int_in("loop", 0, kMinIndex, kMaxIndex));
+  if (step.loop < 0)
+    node.at("loop").fail("loop must not be negative");
   if (node.has("service_s")) {
     if (step.kind != StepKind::prefetch && step.kind != StepKind::offload && step.kind != StepKind::compute)
       node.at("service_s")
@@ -209,6 +212,8 @@ std::optional<std::string> v2_feature(const Plan& plan)
       return std::string("host steps (device -1)");
     if (step.iteration != 0)
       return std::string("iterations");
+    if (step.loop != 0)
+      return std::string("loops");
   }
   return std::nullopt;
 }
@@ -350,6 +355,8 @@ nlohmann::json plan_to_json(const Plan& plan)
       entry["group"] = step.group;
     if (step.iteration != 0)
       entry["iteration"] = step.iteration;
+    if (step.loop != 0)
+      entry["loop"] = step.loop;
     if (step.service_s > 0)
       entry["service_s"] = step.service_s;
     entry["deps"] = step.deps;

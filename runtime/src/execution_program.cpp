@@ -509,6 +509,7 @@ private:
     out.tensor = step.tensor;
     out.instance = step.instance;
     out.iteration = step.iteration;
+    out.loop = step.loop;
 
     // Start clock: the stream predecessor, then the deps that it does not already imply.
     const StepId predecessor = latest_step_of_stream_[stream];

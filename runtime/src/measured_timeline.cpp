@@ -66,6 +66,7 @@ RunResult assemble_run_result(const Program& program, const IterationTiming& tim
     record.kind = step.kind;
     record.device = program.streams[step.stream].device; // the GPU, or -1 for a host step (v2)
     record.iteration = step.iteration;
+    record.loop = step.loop;
     record.stream = program.streams[step.stream].name;
     record.start_s = timing[i].start_s;
     record.end_s = timing[i].end_s;

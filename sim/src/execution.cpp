@@ -358,6 +358,7 @@ private:
     StepRecord& record = records_[static_cast<std::size_t>(id)];
     record.step = id;
     record.iteration = step.iteration;
+    record.loop = step.loop;
     record.kind = step.kind;
     record.device = step.device;
     record.stream = step.stream;

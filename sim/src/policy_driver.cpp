@@ -281,6 +281,7 @@ PolicyDriver::Admission PolicyDriver::admit(StepId id)
   grow(schedule_->step_count());
   const Step& step = schedule_->step(id);
   current_iteration_ = step.iteration;
+  current_loop_ = step.loop;
   const std::vector<TensorSlot> step_reads = reads(step);
   // A step pins what it reads (locks it, in DTR's words): what is resident at its first admission at once, what is
   // missing once it is back and the step turns to it, in input order -- so what an earlier input's recovery
@@ -371,6 +372,7 @@ void PolicyDriver::started(StepId id)
 {
   const Step& step = schedule_->step(id);
   current_iteration_ = step.iteration;
+  current_loop_ = step.loop;
   started_[static_cast<std::size_t>(id)] = 1;
   start_order_.push_back(id);
   if (auto predecessor = schedule_->stream_predecessor(id);
@@ -423,6 +425,7 @@ void PolicyDriver::finished(StepId id)
   grow(schedule_->step_count());
   const Step& step = schedule_->step(id);
   current_iteration_ = step.iteration;
+  current_loop_ = step.loop;
   const auto index = static_cast<std::size_t>(id);
   if (claimed_[index]) {
     pin(held_[index], -1);
@@ -449,6 +452,7 @@ StepId PolicyDriver::add_policy_step(StepKind kind, const TensorSlot& slot, std:
   step.device = slot.space;
   step.instance = slot.instance;
   step.iteration = current_iteration_; // the iteration of the step the action serves
+  step.loop = current_loop_;
   step.stream = std::move(stream);
   if (op)
     step.op = op;

@@ -128,6 +128,7 @@ private:
   std::set<std::pair<int, TensorId>> policy_host_copies_; // (instance, tensor) whose host copy a policy offload made
   std::map<std::pair<int, TensorId>, StepId> last_host_touch_; // the plan's last step using that host copy
   int current_iteration_ = 0; // of the plan step being admitted, started or finished: policy steps inherit it
+  int current_loop_ = 0;      // likewise
 };
 
 } // namespace memsim

@@ -82,14 +82,18 @@ MetricsAccumulator::StreamTotals& MetricsAccumulator::totals(int device, const s
 }
 
 void MetricsAccumulator::add(StepKind kind, int device, const std::string& stream_name, double start_s, double end_s,
-                             std::uint64_t bytes, int iteration)
+                             std::uint64_t bytes, int iteration, int loop)
 {
   metrics_.iteration_time_s = std::max(metrics_.iteration_time_s, end_s);
   ++metrics_.steps_executed;
+  const auto loop_index = static_cast<std::size_t>(std::max(loop, 0));
+  if (iteration_ends_.size() <= loop_index)
+    iteration_ends_.resize(loop_index + 1);
+  std::vector<double>& ends = iteration_ends_[loop_index];
   const auto index = static_cast<std::size_t>(std::max(iteration, 0));
-  if (iteration_ends_.size() <= index)
-    iteration_ends_.resize(index + 1, 0.0);
-  iteration_ends_[index] = std::max(iteration_ends_[index], end_s);
+  if (ends.size() <= index)
+    ends.resize(index + 1, 0.0);
+  ends[index] = std::max(ends[index], end_s);
   const double duration = end_s - start_s;
   if (device != kHostDevice)
     gpus_.insert(device);
@@ -134,11 +138,18 @@ Metrics MetricsAccumulator::finish(const std::vector<MemorySample>& memory)
     metrics_.stall_time_s += std::max(0.0, stream.last_compute_end - stream.busy);
   for (const MemorySample& sample : memory)
     metrics_.peak_device_bytes = std::max(metrics_.peak_device_bytes, sample.bytes);
+  // Each loop's iterations, timed from the end of the loop before it (loops without steps are skipped).
   double previous_end = 0;
-  for (double end : iteration_ends_) {
-    end = std::max(end, previous_end);
-    metrics_.iteration_times_s.push_back(end - previous_end);
-    previous_end = end;
+  std::vector<std::vector<double>> loop_times;
+  for (const std::vector<double>& ends : iteration_ends_) {
+    if (ends.empty())
+      continue;
+    std::vector<double>& times = loop_times.emplace_back();
+    for (double end : ends) {
+      end = std::max(end, previous_end);
+      times.push_back(end - previous_end);
+      previous_end = end;
+    }
   }
   if (metrics_.iteration_time_s > 0 && !gpus_.empty()) {
     std::array<double, 2> busy{0, 0};
@@ -162,12 +173,23 @@ Metrics MetricsAccumulator::finish(const std::vector<MemorySample>& memory)
     }
     metrics_.swap_overlap_fraction = overlapped / metrics_.compute_busy_s;
   }
-  if (metrics_.iteration_times_s.size() == 1)
-    metrics_.steady_iteration_time_s = metrics_.iteration_times_s[0];
-  else if (metrics_.iteration_times_s.size() > 1)
-    metrics_.steady_iteration_time_s =
-        std::accumulate(metrics_.iteration_times_s.begin() + 1, metrics_.iteration_times_s.end(), 0.0) /
-        static_cast<double>(metrics_.iteration_times_s.size() - 1);
+  auto steady = [](const std::vector<double>& times) {
+    return times.size() == 1
+               ? times[0]
+               : std::accumulate(times.begin() + 1, times.end(), 0.0) / static_cast<double>(times.size() - 1);
+  };
+  if (loop_times.size() == 1) {
+    metrics_.iteration_times_s = std::move(loop_times[0]);
+    metrics_.steady_iteration_time_s = steady(metrics_.iteration_times_s);
+  } else {
+    for (const std::vector<double>& times : loop_times) {
+      if (metrics_.iteration_times_s.size() < times.size())
+        metrics_.iteration_times_s.resize(times.size(), 0.0);
+      for (std::size_t i = 0; i < times.size(); ++i)
+        metrics_.iteration_times_s[i] += times[i];
+      metrics_.steady_iteration_time_s += steady(times);
+    }
+  }
   return metrics_;
 }
 
@@ -175,8 +197,8 @@ Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std
 {
   MetricsAccumulator metrics;
   for (const StepRecord& record : timeline)
-    metrics.add(record.kind, record.device, record.stream, record.start_s, record.end_s, record.bytes,
-                record.iteration);
+    metrics.add(record.kind, record.device, record.stream, record.start_s, record.end_s, record.bytes, record.iteration,
+                record.loop);
   return metrics.finish(memory);
 }
 
@@ -239,6 +261,8 @@ nlohmann::json timeline_to_json(const RunResult& result, const std::string& proc
                      {"label", record.label}});
     if (record.iteration != 0)
       steps.back()["iteration"] = record.iteration;
+    if (record.loop != 0)
+      steps.back()["loop"] = record.loop;
   }
   nlohmann::json memory = nlohmann::json::array();
   for (const MemorySample& sample : result.memory)
@@ -263,7 +287,7 @@ RunResult timeline_from_json(const nlohmann::json& document, const std::string& 
   auto steps = root.at("steps");
   for (std::size_t i = 0; i < steps.size(); ++i) {
     auto node = steps.item(i);
-    node.only_keys({"step", "kind", "device", "stream", "start_s", "end_s", "bytes", "label", "iteration"});
+    node.only_keys({"step", "kind", "device", "stream", "start_s", "end_s", "bytes", "label", "iteration", "loop"});
     StepRecord record;
     record.step = node.at("step").as_int();
     auto kind = step_kind_from_string(node.at("kind").as_string());
@@ -279,6 +303,7 @@ RunResult timeline_from_json(const nlohmann::json& document, const std::string& 
     record.bytes = node.get_uint("bytes", 0);
     record.label = node.get_string("label", "");
     record.iteration = static_cast<int>(node.get_int("iteration", 0));
+    record.loop = static_cast<int>(node.get_int("loop", 0));
     result.timeline.push_back(std::move(record));
   }
   if (root.has("memory")) {

@@ -2,7 +2,9 @@
 // ops 1 ms, backward ops 2 ms): the paper's partitions of 8 models; the unrolled ring's structure (shared weights,
 // one activation copy per iteration, multiplexed order); with room for everything the ring is keep-all and a cycle
 // is every op once; restricted to {N} it is hfta-capuchin's plan; under a budget below the ring's keep-all peak it
-// swaps or recomputes until the plan fits, on both engines; N <= k*: never slower than hfta; deterministic.
+// swaps or recomputes until the plan fits, on both engines; N <= k*: never slower than hfta; deterministic;
+// pair_mode=sequential: the steady iteration is the sum of the pairs' periods and only the active pair's weights
+// are resident, so more models fit when weights dominate.
 #include "engine_comparison.hpp"
 #include "planner_test_support.hpp"
 #include "test_traces.hpp"
@@ -10,6 +12,7 @@
 #include "../../planners/src/mu_two/partitions.hpp"
 #include "../../planners/src/mu_two/ring_trace.hpp"
 
+#include "memsim/common/error.hpp"
 #include "memsim/hwmodels/fuse.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/sim/trace_analysis.hpp"
@@ -140,6 +143,68 @@ TEST(MuTwo, NoSlowerThanHftaWhenAllModelsFit)
               fast_run(chain, hfta).metrics.steady_iteration_time_s + 1e-12)
         << models;
   }
+}
+
+// Static memory dominates: 20 MB weights per layer, 1 MB activations. A pair of single models (a 1+1 ring) holds
+// 2 x (3 x 20 MB + the 1 MB input) = 122 MB of weights and inputs; its keep-all working set peaks in b2, which reads
+// g2 and a1 (a0 waits for b1) and writes g1 and dw2: 4 MB + 20 MB, 146 MB in all. The 150 MB budget holds one such
+// pair, never three models' 183 MB.
+Trace weight_heavy_chain() { return test::make_chain(3, MB, 0.001, "conv2d", 20 * MB); }
+constexpr std::uint64_t kOnePairBudget = 150 * MB;
+constexpr std::uint64_t kOnePairPeak = 2 * (3 * 20 * MB + MB) + 4 * MB + 20 * MB;
+
+TEST(MuTwo, SequentialPairsAddTheirPeriodsAndHoldOnlyTheActivePair)
+{
+  const Trace chain = weight_heavy_chain();
+  const Plan plan = plan_with("mu-two", chain, kOnePairBudget, {{"models", 4}, {"pair_mode", "sequential"}});
+  // {4} and the pair 2+2 hold four models' weights at once; only 1+1+1+1, trained as two pairs, fits.
+  EXPECT_EQ(plan.params["partition"], "1+1+1+1");
+  EXPECT_EQ(plan.params["pairs"], nlohmann::json::array({"1+1", "1+1"}));
+  EXPECT_EQ(plan.params["swaps"].get<int>() + plan.params["recomputes"].get<int>(), 0);
+  // Each pair's period is a keep-all cycle of its two models: 2 x (3 x 1 ms + 1 ms loss + 3 x 2 ms + 7 launches).
+  const double launch = test::one_gpu_machine().gpus[0].kernel_launch_s;
+  const double pair_period = 2 * (0.010 + 7 * launch);
+  const test::EngineRuns runs = test::run_on_both_engines(chain, test::one_gpu_machine(), plan);
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    ASSERT_TRUE(run->metrics.feasible) << (run->error ? run->error->message : "");
+    EXPECT_NEAR(run->metrics.steady_iteration_time_s, 2 * pair_period, 1e-9);
+    EXPECT_EQ(run->metrics.iteration_times_s.size(), 3u); // cycles = 3 per pair
+    EXPECT_EQ(run->metrics.peak_device_bytes, kOnePairPeak);
+  }
+  test::expect_engines_agree(runs);
+  ASSERT_TRUE(plan.estimate.iteration_time_s);
+  EXPECT_NEAR(*plan.estimate.iteration_time_s, 2 * pair_period, 1e-9);
+  // Ring mode holds all four models: 244 MB of weights and inputs exceed the budget in every partition.
+  EXPECT_THROW((void)plan_with("mu-two", chain, kOnePairBudget, {{"models", 4}}), Infeasible);
+}
+
+TEST(MuTwo, SequentialPairsFitMoreModelsWhenWeightsDominate)
+{
+  const Trace chain = weight_heavy_chain();
+  // Two models fit either way (the ring 1+1 is the pair itself).
+  const Plan two = plan_with("mu-two", chain, kOnePairBudget, {{"models", 2}, {"include_full_fusion", false}});
+  EXPECT_EQ(fast_run(chain, two).metrics.peak_device_bytes, kOnePairPeak);
+  EXPECT_THROW((void)plan_with("mu-two", chain, kOnePairBudget, {{"models", 3}}), Infeasible);
+  // Three: the pair 1+1, then the third model alone (FW then BW; 61 MB + 24 MB).
+  const Plan three = plan_with("mu-two", chain, kOnePairBudget, {{"models", 3}, {"pair_mode", "sequential"}});
+  EXPECT_EQ(three.params["pairs"], nlohmann::json::array({"1+1", "1"}));
+  const double launch = test::one_gpu_machine().gpus[0].kernel_launch_s;
+  const test::EngineRuns runs = test::run_on_both_engines(chain, test::one_gpu_machine(), three);
+  for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+    ASSERT_TRUE(run->metrics.feasible) << (run->error ? run->error->message : "");
+    EXPECT_NEAR(run->metrics.steady_iteration_time_s, 3 * (0.010 + 7 * launch), 1e-9);
+    EXPECT_EQ(run->metrics.peak_device_bytes, kOnePairPeak);
+  }
+  test::expect_engines_agree(runs);
+  // The models waiting their turn live on the host: three models' 180 MB of weights need more than 150 MB there.
+  Machine small_host = test::one_gpu_machine();
+  PlanRequest request;
+  request.budget_bytes = kOnePairBudget;
+  request.params = {{"models", 3}, {"pair_mode", "sequential"}};
+  small_host.host.memory = 150 * MB;
+  EXPECT_THROW((void)make_plan("mu-two", chain, small_host, request), Infeasible);
+  small_host.host.memory = 180 * MB;
+  EXPECT_NO_THROW((void)make_plan("mu-two", chain, small_host, request));
 }
 
 } // namespace

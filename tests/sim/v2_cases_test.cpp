@@ -4,6 +4,7 @@
 #include "engine_comparison.hpp"
 
 #include "memsim/planners/plan.hpp"
+#include "memsim/sim/timeline.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -268,6 +269,48 @@ TEST(V2Cases, ThreeIterationsHaveTheirOwnTimes)
     EXPECT_NEAR(result->metrics.steady_iteration_time_s, 0.0025, kTolerance); // mean over iterations >= 1
     EXPECT_NEAR(result->metrics.iteration_time_s, 0.006, kTolerance);
   }
+}
+
+TEST(V2Cases, LoopsRunOneAfterAnotherAndTheirIterationsAdd)
+{
+  // Loop 0 runs f0 (1 ms, iteration 0) and f1 (2 ms, iteration 1); then loop 1 runs f2, f3, f4 (3, 4, 5 ms,
+  // iterations 0, 1, 2), timed from the end of loop 0 (3 ms). Iteration i sums the loops' iteration i: 1 + 3, 2 + 4,
+  // 5 ms; the steady time is the sum of the loops' steady times, 2 + (4 + 5) / 2 ms.
+  const std::string trace = trace_doc(
+      R"({"id": 0, "name": "x", "bytes": 1000, "kind": "input"},
+         {"id": 1, "name": "a0", "bytes": 1000, "kind": "activation"},
+         {"id": 2, "name": "a1", "bytes": 1000, "kind": "activation"},
+         {"id": 3, "name": "a2", "bytes": 1000, "kind": "activation"},
+         {"id": 4, "name": "a3", "bytes": 1000, "kind": "activation"},
+         {"id": 5, "name": "a4", "bytes": 1000, "kind": "activation"})",
+      R"({"id": 0, "name": "f0", "phase": "forward", "inputs": [0], "outputs": [1], "time_s": 0.001},
+         {"id": 1, "name": "f1", "phase": "forward", "inputs": [0], "outputs": [2], "time_s": 0.002, "iteration": 1},
+         {"id": 2, "name": "f2", "phase": "forward", "inputs": [0], "outputs": [3], "time_s": 0.003},
+         {"id": 3, "name": "f3", "phase": "forward", "inputs": [0], "outputs": [4], "time_s": 0.004, "iteration": 1},
+         {"id": 4, "name": "f4", "phase": "forward", "inputs": [0], "outputs": [5], "time_s": 0.005, "iteration": 2})");
+  const std::string plan = plan_doc("", R"(
+      {"id": 0, "kind": "compute", "op": 0, "deps": []},
+      {"id": 1, "kind": "compute", "op": 1, "iteration": 1, "deps": [0]},
+      {"id": 2, "kind": "compute", "op": 2, "loop": 1, "deps": [1]},
+      {"id": 3, "kind": "compute", "op": 3, "iteration": 1, "loop": 1, "deps": [2]},
+      {"id": 4, "kind": "compute", "op": 4, "iteration": 2, "loop": 1, "deps": [3]})");
+  EXPECT_EQ(v2_feature(plan_from_text(plan_doc("", R"({"id": 0, "kind": "compute", "op": 2, "loop": 1, "deps": []})"),
+                                      "test.plan.json")),
+            "loops");
+  EXPECT_EQ(plan_to_json(plan_from_text(plan, "test.plan.json"))["steps"][4]["loop"], 1);
+  const EngineRuns runs = run_both(trace, switched(1, 16e9), plan);
+  for (const RunResult* result : {&runs.fast, &runs.simgrid}) {
+    ASSERT_FALSE(result->error) << result->error->message;
+    ASSERT_EQ(result->metrics.iteration_times_s.size(), 3u);
+    EXPECT_NEAR(result->metrics.iteration_times_s[0], 0.004, kTolerance);
+    EXPECT_NEAR(result->metrics.iteration_times_s[1], 0.006, kTolerance);
+    EXPECT_NEAR(result->metrics.iteration_times_s[2], 0.005, kTolerance);
+    EXPECT_NEAR(result->metrics.steady_iteration_time_s, 0.002 + 0.0045, kTolerance);
+    EXPECT_NEAR(result->metrics.iteration_time_s, 0.015, kTolerance);
+  }
+  // The timeline document keeps each step's loop: metrics read back from it are the same.
+  const RunResult reread = timeline_from_json(timeline_to_json(runs.fast), "timeline.json");
+  EXPECT_NEAR(reread.metrics.steady_iteration_time_s, 0.0065, kTolerance);
 }
 
 TEST(V2Cases, ARecvChecksThatItsSendHasDelivered)

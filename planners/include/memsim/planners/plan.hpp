@@ -58,6 +58,9 @@ struct Step {
   std::vector<TensorId> parts; // split/merge: the parts that replace the parent `tensor` (or are merged into it)
   std::vector<int> group;      // collectives: the devices of the ring, in ring order
   int iteration = 0;
+  // The independent training loop the step belongs to (μ-TWO's sequential pairs): loops run one after another and an
+  // iteration's time is the sum of every loop's time for it (sim/README.md "Iterations"). 0 for one loop.
+  int loop = 0;
   // prefetch/offload: a fixed time paid before the bytes flow, on top of the route's latency (a memory policy's
   // service time: UVM's fault-batch handling); compute: a fixed time its stream waits before the op runs (a
   // policy's CPU-side decision: DyNN-Offload's pilot inference and mapping); 0 for a plain copy or op.

@@ -47,6 +47,7 @@ struct ProgramStep {
   std::optional<TensorId> tensor;
   int instance = 0;
   int iteration = 0;               // the plan step's iteration (v2)
+  int loop = 0;                    // the plan step's loop (v2)
   double kernel_time_s = 0;        // kernel: the trace's time for the op; host_busy: the simulator's host time
   std::optional<double> flops;     // kernel: the op's flops (gemm kernels)
   std::uint64_t device_offset = 0; // copies: where the tensor lives in the arena

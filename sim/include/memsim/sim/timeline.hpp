@@ -24,6 +24,7 @@ struct StepRecord {
   std::uint64_t bytes = 0; // bytes moved (transfers) or allocated (compute outputs)
   std::string label;       // op or tensor name
   int iteration = 0;       // the step's iteration (v2)
+  int loop = 0;            // the step's training loop (v2; sim/README.md "Iterations")
 };
 
 // A memory sample per device: bytes in use from time_s on.
@@ -86,6 +87,9 @@ struct Metrics {
   // v2 iterations: iteration i ends when its last step ends (never before iteration i-1 ends); its time is that end
   // minus the previous iteration's end (iteration 0: minus 0), so the times add up to the end of the last iteration.
   // steady_iteration_time_s is their mean over iterations >= 1, or iteration 0's time when there is only one.
+  // Steps of several loops (independent trainings run one after another): each loop's iterations are timed so from
+  // the end of the loop before it; iteration_times_s[i] sums the loops' iteration i and steady_iteration_time_s is
+  // the sum of the loops' steady times.
   std::vector<double> iteration_times_s;
   double steady_iteration_time_s = 0;
   // Capacity and throughput figures (sim/README.md "Metrics").
@@ -129,7 +133,7 @@ Metrics metrics_from_timeline(const std::vector<StepRecord>& timeline, const std
 class MetricsAccumulator {
 public:
   void add(StepKind kind, int device, const std::string& stream_name, double start_s, double end_s, std::uint64_t bytes,
-           int iteration = 0);
+           int iteration = 0, int loop = 0);
   // Stall totals are summed in (device, stream name) order, as metrics_from_timeline does.
   Metrics finish(const std::vector<MemorySample>& memory);
 
@@ -143,9 +147,9 @@ private:
   StreamTotals& totals(int device, const std::string& name);
 
   Metrics metrics_;
-  std::vector<StreamTotals> streams_;  // compute streams, in first-seen order
-  std::size_t last_ = 0;               // the stream of the previous compute step (most steps repeat it)
-  std::vector<double> iteration_ends_; // the latest end of a step of each iteration
+  std::vector<StreamTotals> streams_;               // compute streams, in first-seen order
+  std::size_t last_ = 0;                            // the stream of the previous compute step (most steps repeat it)
+  std::vector<std::vector<double>> iteration_ends_; // per loop, the latest end of a step of each iteration
   // Per GPU, the [start, end) intervals of its host copies, per direction (0: h2d, 1: d2h), for the utilization.
   std::map<int, std::array<std::vector<std::pair<double, double>>, 2>> host_copies_;
   std::map<int, std::vector<std::pair<double, double>>> compute_intervals_; // per GPU, for swap_overlap_fraction
