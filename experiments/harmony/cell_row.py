@@ -37,11 +37,16 @@ def main():
     feasible = bool(sim["feasible"])
     seconds = sim["iteration_time_s"]
     # Plans of several iterations (pipedream2bw-swap's steady state): the row is one steady iteration, its time the
-    # core's steady_iteration_time_s (the mean from the second iteration) and its bytes the plan's over the
-    # iteration count (every iteration moves the same bytes).
+    # mean of the iterations between the first (the pipeline's fill) and the last (its drain runs without the next
+    # minibatch's forwards beside it, so on a contended link it is shorter than the steady period; the core's
+    # steady_iteration_time_s averages it in), and its bytes the plan's over the iteration count (every iteration
+    # moves the same bytes).
     iterations = int(config.get("iterations", 1))
     if iterations > 1:
-        seconds = sim.get("steady_iteration_time_s", seconds)
+        times = sim.get("iteration_times_s", [])
+        steady = times[1:-1] if len(times) > 2 else times[1:]
+        if feasible and steady:
+            seconds = sum(steady) / len(steady)
         for volumes in (h2d, d2h):
             assert all(v % iterations == 0 for v in volumes), "bytes differ between iterations"
             volumes[:] = [v // iterations for v in volumes]

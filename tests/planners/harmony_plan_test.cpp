@@ -586,7 +586,7 @@ TEST(SwapBaselines, EstimatesComposeTheScheduleWhenComputeBound)
   EXPECT_NEAR(estimate("gpipe-swap"), (0.040 + r + 3 * (0.020 + r)) + (0.080 + r + 3 * (0.040 + r)) + 0.010, 1e-12);
   // 1F1B, one iteration: both stages take 60 ms + r per microbatch: 2 (0.060 + r) + 3 (0.060 + r) + updates.
   EXPECT_NEAR(estimate("pipedream2bw-swap", {{"iterations", 1}}), 5 * (0.060 + r) + 0.010, 1e-12);
-  // 2BW's steady iteration (the default, 3 iterations): each stage's 4 forwards, 4 backwards and update, the
+  // 2BW's steady iteration (the default, 4 iterations): each stage's 4 forwards, 4 backwards and update, the
   // receives overlapped: 4 x 60 ms + 10 ms.
   EXPECT_NEAR(estimate("pipedream2bw-swap"), 4 * 0.060 + 0.010, 1e-12);
 }

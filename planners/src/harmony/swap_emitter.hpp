@@ -79,7 +79,7 @@ struct SwapBaselineOptions {
   int gpus = 0;      // 0: the machine's GPU count
   int minibatch = 0; // samples per iteration (D)
   bool recompute = false;
-  int iterations = 3; // pipedream2bw-swap only: minibatches emitted back to back (gpipe_swap.cpp says why 3)
+  int iterations = 4; // pipedream2bw-swap only: minibatches emitted back to back (gpipe_swap.cpp says why 4)
 };
 // multi_iteration: also declare `iterations` (pipedream2bw-swap).
 ParamList<SwapBaselineOptions> swap_baseline_params(std::string recompute_help, bool multi_iteration = false);
