@@ -344,7 +344,8 @@ TEST(DpSwapPlan, MovesFourMPlusTwoWeightsPerGpu)
 // 0-1 and 2-3). Each GPU moves (4m + 2)|W_s| of its stage's W and dW, (5m + 2)|W_s| with recompute (the stage's
 // forward is recomputed, W swapped in again); Y forward and dX backward cross the boundary once per microbatch each;
 // recompute swaps out only the stage input (x.2 on GPU 1; GPU 0's input is the data, already on the host) and no
-// saved tensor. Only the order differs: GPU 0 starts its first backward before its last forward in 1F1B.
+// saved tensor. Only the order differs: GPU 0 starts its first backward before its last forward in 1F1B. 2BW Swap
+// runs one iteration here (iterations = 1, the plan before its steady state).
 TEST(GpipeSwapPlan, MovesFourMPlusTwoStageWeightsPerGpu)
 {
   const LayerProfile profile = uniform_profile(4);
@@ -355,7 +356,10 @@ TEST(GpipeSwapPlan, MovesFourMPlusTwoStageWeightsPerGpu)
   const std::uint64_t m = 4;
   for (const std::string planner : {"gpipe-swap", "pipedream2bw-swap"})
     for (bool recompute : {false, true}) {
-      const Plan plan = harmony_plan(planner, trace, machine, {{"minibatch", 8}, {"recompute", recompute}});
+      nlohmann::json params = {{"minibatch", 8}, {"recompute", recompute}};
+      if (planner == "pipedream2bw-swap")
+        params["iterations"] = 1;
+      const Plan plan = harmony_plan(planner, trace, machine, params);
       EXPECT_EQ(plan.params["configuration"]["stages"], "0-1,2-3");
       const Runs runs = simulate_both(trace, machine, plan);
       report(planner + (recompute ? " (R) N=2 R=4 D=8" : " N=2 R=4 D=8"), plan, runs);
@@ -398,6 +402,90 @@ TEST(GpipeSwapPlan, OneForwardOneBackwardNeverDeadlocks)
     const Runs runs = simulate_both(trace, machine, plan);
     EXPECT_GT(runs.fast.metrics.iteration_time_s, 0) << gpus;
   }
+}
+
+// 2BW Swap's steady state, N = 2 (stages 0-1 and 2-3), D = 4, u = 2: m = 2 microbatches per iteration, global
+// microbatch k = 2t + i. With transfers made instant (links of 1e15 B/s), each stage runs F = 20 ms and B = 40 ms
+// per microbatch and U = 2 x 5 ms per update. Stage 1 runs F0 [20, 40] B0 [40, 80] F1 [80, 100] B1 [100, 140]
+// U0 [140, 150]; stage 0 F0 F1 [0, 40], B0 [80, 120], its warm-up F2 [120, 140], B1 [140, 180], U0 [180, 190]: the
+// first iteration ends at 190 ms, as one iteration with a flush does ((m + N - 1)(F + B) + U). Then stage 0 runs
+// F3 [190, 210] B2 [210, 250] F4 [250, 270] B3 [270, 310] U1 [310, 320], each B_k as soon as stage 1's B_k ends,
+// stage 1 never waiting: every later iteration takes m (F + B) + U = 130 ms, the estimate's steady iteration.
+// Versions: stage 0's warm-up forward of microbatch 2t runs before its update of minibatch t - 1, so it and its
+// backward use the version before that update; all else of minibatch t uses the newer one. Bytes per iteration are
+// one iteration's, (4m + 2)|W_s| of W and dW per GPU: the second version is a second host copy of W (per weighted
+// layer, kind weight, placed on the host from the start), swapped like W. On the contended machine the plans also
+// simulate feasible with equal results on both engines.
+TEST(PipeDream2bwSwap, SteadyIterationsOverlapTheFillAndAlternateTwoWeightVersions)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  Machine instant = switched_machine(2);
+  for (Link& link : instant.links)
+    link.bandwidth = 1e15;
+  const std::uint64_t stage_weight[2] = {total_weight(profile) - total_weight(profile, 2), total_weight(profile, 2)};
+  const std::uint64_t m = 2;
+  const double steady = 2 * 0.060 + 0.010;
+  const double single = 3 * 0.060 + 0.010;
+  const Plan one = harmony_plan("pipedream2bw-swap", trace, instant, {{"minibatch", 4}, {"iterations", 1}});
+  EXPECT_TRUE(one.extra_tensors.empty());
+  EXPECT_NEAR(simulate_both(trace, instant, one).fast.metrics.iteration_time_s, single, 1e-6);
+  for (int iterations : {2, 3}) {
+    const nlohmann::json params = {{"minibatch", 4}, {"iterations", iterations}};
+    const Plan plan = harmony_plan("pipedream2bw-swap", trace, instant, params);
+    EXPECT_EQ(plan.params["configuration"]["iterations"], iterations);
+    EXPECT_NEAR(plan.estimate.iteration_time_s.value_or(-1), steady, 1e-12);
+    const Runs runs = simulate_both(trace, instant, plan);
+    const Runs contended = simulate_both(trace, switched_machine(2), plan);
+    report(fmt::format("pipedream2bw-swap N=2 R=4 D=4, {} iterations", iterations), plan, contended);
+    for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+      const std::vector<double>& times = run->metrics.iteration_times_s;
+      ASSERT_EQ(times.size(), static_cast<std::size_t>(iterations));
+      EXPECT_NEAR(times[0], single, 1e-6);
+      for (std::size_t t = 1; t < times.size(); ++t)
+        EXPECT_NEAR(times[t], steady, 1e-6) << "iteration " << t;
+      EXPECT_NEAR(run->metrics.steady_iteration_time_s, steady, 1e-6);
+    }
+    for (const RunResult* run : {&runs.fast, &contended.fast, &contended.simgrid})
+      for (int gpu = 0; gpu < 2; ++gpu)
+        EXPECT_EQ(weight_traffic(*run, 2)[static_cast<std::size_t>(gpu)],
+                  static_cast<std::uint64_t>(iterations) * (4 * m + 2) * stage_weight[gpu])
+            << "GPU " << gpu;
+    std::uint64_t second_version = 0;
+    for (const Tensor& tensor : plan.extra_tensors) {
+      EXPECT_EQ(tensor.kind, TensorKind::weight) << tensor.name;
+      second_version += tensor.bytes;
+    }
+    EXPECT_EQ(second_version, total_weight(profile));
+    // The version each compute used: `.v1` ops read the second.
+    const Trace with_extras = trace_with_extras(trace, plan);
+    for (const Step& step : plan.steps) {
+      if (step.kind != StepKind::compute)
+        continue;
+      const std::string& name = with_extras.op(*step.op).name;
+      if (name.rfind("upd.", 0) == 0) {
+        // The update of minibatch t reads version t mod 2 and writes the other.
+        EXPECT_NE(name.find(step.iteration % 2 == 0 ? ".to_v1" : ".v1.to_v0"), std::string::npos) << name;
+        continue;
+      }
+      const int minibatch = step.instance / static_cast<int>(m);
+      EXPECT_EQ(step.iteration, minibatch) << name;
+      const bool warm_up = step.device == 0 && step.instance % static_cast<int>(m) == 0 && minibatch > 0;
+      const int version = (warm_up ? minibatch - 1 : minibatch) % 2;
+      EXPECT_EQ(name.size() > 3 && name.compare(name.size() - 3, 3, ".v1") == 0, version == 1)
+          << name << " instance " << step.instance << " on GPU " << step.device;
+    }
+  }
+}
+
+// 2BW's steady state needs a microbatch per stage (m >= N): two weight versions then suffice.
+TEST(PipeDream2bwSwap, SteadyStateNeedsAMicrobatchPerStage)
+{
+  const Trace trace = layer_chain_trace(uniform_profile(4), kMicrobatch);
+  const Machine machine = switched_machine(4);
+  EXPECT_THROW(harmony_plan("pipedream2bw-swap", trace, machine, {{"minibatch", 6}}), InputError);
+  EXPECT_NO_THROW(harmony_plan("pipedream2bw-swap", trace, machine, {{"minibatch", 6}, {"iterations", 1}}));
+  EXPECT_NO_THROW(harmony_plan("pipedream2bw-swap", trace, machine, {{"minibatch", 8}}));
 }
 
 // GP Swap (R), R = 8 (stages 0-3, 4-7), on 70 MB GPUs: a layer's input and saved tensors take 10-12 MB, so half
@@ -444,11 +532,12 @@ TEST(SwapBaselines, DropEveryActivationHostCopyOnce)
   for (const std::string planner : {"dp-swap", "gpipe-swap", "pipedream2bw-swap"})
     for (bool recompute : {false, true}) {
       const Plan plan = harmony_plan(planner, trace, machine, {{"minibatch", 8}, {"recompute", recompute}});
+      const Trace with_extras = trace_with_extras(trace, plan); // 2BW's second weight version
       std::map<std::pair<int, TensorId>, int> offloaded, dropped;
       for (const Step& step : plan.steps) {
         if (!step.tensor)
           continue;
-        const TensorKind kind = trace.tensor(*step.tensor).kind;
+        const TensorKind kind = with_extras.tensor(*step.tensor).kind;
         if (kind == TensorKind::weight || kind == TensorKind::weight_grad || kind == TensorKind::optimizer_state)
           continue;
         if (step.kind == StepKind::offload)
@@ -482,8 +571,9 @@ TEST(SwapBaselines, EstimatesComposeTheScheduleWhenComputeBound)
   const LayerProfile profile = uniform_profile(4);
   const Trace trace = layer_chain_trace(profile, kMicrobatch);
   const Machine machine = switched_machine(2);
-  const auto estimate = [&](const std::string& planner) {
-    const Plan plan = harmony_plan(planner, trace, machine, {{"minibatch", 8}});
+  const auto estimate = [&](const std::string& planner, nlohmann::json params = nlohmann::json::object()) {
+    params["minibatch"] = 8;
+    const Plan plan = harmony_plan(planner, trace, machine, params);
     EXPECT_TRUE(plan.params.contains("estimate_model")) << planner;
     return plan.estimate.iteration_time_s.value_or(-1);
   };
@@ -494,8 +584,11 @@ TEST(SwapBaselines, EstimatesComposeTheScheduleWhenComputeBound)
   // GPipe: forwards (20) + (20 + r) + 3 (20 + r), backwards (40 + r) + 40 + 3 (40 + r), updates 2 x 5 ms.
   const double r = 2e6 / (8.2 * kGiB);
   EXPECT_NEAR(estimate("gpipe-swap"), (0.040 + r + 3 * (0.020 + r)) + (0.080 + r + 3 * (0.040 + r)) + 0.010, 1e-12);
-  // 1F1B: both stages take 60 ms + r per microbatch: 2 (0.060 + r) + 3 (0.060 + r) + updates.
-  EXPECT_NEAR(estimate("pipedream2bw-swap"), 5 * (0.060 + r) + 0.010, 1e-12);
+  // 1F1B, one iteration: both stages take 60 ms + r per microbatch: 2 (0.060 + r) + 3 (0.060 + r) + updates.
+  EXPECT_NEAR(estimate("pipedream2bw-swap", {{"iterations", 1}}), 5 * (0.060 + r) + 0.010, 1e-12);
+  // 2BW's steady iteration (the default, 4 iterations): each stage's 4 forwards, 4 backwards and update, the
+  // receives overlapped: 4 x 60 ms + 10 ms.
+  EXPECT_NEAR(estimate("pipedream2bw-swap"), 4 * 0.060 + 0.010, 1e-12);
 }
 
 constexpr std::uint64_t kHeavy = 100 * kMB;
@@ -549,7 +642,8 @@ TEST(SwapBaselines, EstimateTakesTheSlowerOfComputeAndEachDirection)
 // compositions at the full link come to about 0.24 + 0.59 + 0.03 s for GPipe's phases and 0.99 s for 1F1B).
 // Per microbatch, swapped in: forwards W.0 + x.0 and W.1 (x.1 comes by p2p); backwards W.1, x.1, the loss, s.1,
 // dW.1 and W.0, x.0, x.1, s.0, dW.0 (no dW in the first microbatch). Swapped out: forwards s.0 + x.1 and s.1 +
-// x.1 + the loss; backwards dW.1 and dW.0. The updates: dW, W, K in and W, K out of both layers. 1F1B overlaps
+// x.1 + the loss; backwards dW.1 and dW.0. The updates: dW, W, K in and W, K out of both layers. 1F1B (one
+// iteration, or 2BW's steady iteration: the same bytes per iteration) overlaps
 // everything: the link's busier direction over the iteration (in). GPipe's flush separates its phases: the
 // forwards' out, then the backwards' in, then the updates' in.
 TEST(SwapBaselines, PipelineEstimatesAreBoundedByTheHostLink)
@@ -567,10 +661,13 @@ TEST(SwapBaselines, PipelineEstimatesAreBoundedByTheHostLink)
   const double updates_in = 2 * 4 * H;
   ASSERT_GT(forwards_out, forwards_in);
   const double link = 11.5 * kGiB;
-  const auto estimate = [&](const std::string& planner) {
-    return harmony_plan(planner, trace, switched_machine(2), {{"minibatch", 8}}).estimate.iteration_time_s.value_or(-1);
+  const auto estimate = [&](const std::string& planner, nlohmann::json params = nlohmann::json::object()) {
+    params["minibatch"] = 8;
+    return harmony_plan(planner, trace, switched_machine(2), params).estimate.iteration_time_s.value_or(-1);
   };
   EXPECT_NEAR(estimate("pipedream2bw-swap"), (forwards_in + backwards_in + updates_in) / link, 1e-12);
+  EXPECT_NEAR(estimate("pipedream2bw-swap", {{"iterations", 1}}), (forwards_in + backwards_in + updates_in) / link,
+              1e-12);
   EXPECT_NEAR(estimate("gpipe-swap"), (forwards_out + backwards_in + updates_in) / link, 1e-12);
 }
 

@@ -6,10 +6,22 @@
 // (4m + 2)|W_s| on its GPU, (4m + 2)|W| in all. recompute=true swaps out only each stage's input per microbatch and
 // recomputes the stage's forward (W swapped in again) before its backward: (5m + 2)|W_s|; the recomputed
 // activations stay on the GPU while they fit half of it, the earliest layers' are swapped out and back in.
-// pipedream2bw-swap: "2BW Swap", the same stages and swapping in PipeDream's 1F1B order; within one iteration every
-// microbatch uses the same weights, so 2BW's second weight version is not modelled.
+// pipedream2bw-swap: "2BW Swap", the same stages and swapping in PipeDream's 1F1B order, `iterations` minibatches
+// back to back without a flush (PipeDream-2BW's steady state): one 1F1B sequence per stage over all iterations x m
+// microbatches, each stage's update of minibatch t right after its last backward of t, its next forwards (already
+// of t + 1 on all but the last stage, the warm-up ones) not waiting for the other stages' updates. Two weight
+// versions (weight_versions.hpp): a forward uses the version its stage has, its backward the same one (weight
+// stashing), the update writes the other; the second version is a second host copy of W per stage, swapped like W,
+// so the bytes per iteration equal one iteration's. Steps carry the minibatch's `iteration`, so the core reports
+// iteration_times_s and steady_iteration_time_s (the mean from the second). The default of 4 iterations: the first
+// pays the pipeline's fill, the last runs its drain without the next minibatch's forwards beside it (on a contended
+// host link it comes out shorter: bert_96 D = 16, 16.7 s against 20.2-20.4 s), the two between are the steady
+// state (experiments take their mean from iteration_times_s; the core's steady time also averages the last).
+// iterations = 1 is one iteration with the updates after the drain and one weight version (the plan before the
+// steady state).
 #include "swap_emitter.hpp"
 #include "swap_estimate.hpp"
+#include "weight_versions.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/estimator.hpp"
@@ -21,6 +33,7 @@
 #include <array>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace memsim {
 namespace {
@@ -89,7 +102,19 @@ struct Pass {
   bool forward = true;
 };
 using PassOrder = std::vector<Pass> (*)(int stages, int microbatches);
-using Composition = double (*)(const std::vector<harmony::StagePassTimes>& stages, int microbatches);
+using Composition = double (*)(const std::vector<harmony::StagePassTimes>& stages, int microbatches, int iterations);
+
+double gpipe_composition(const std::vector<harmony::StagePassTimes>& stages, int microbatches, int /*iterations*/)
+{
+  return harmony::compose_gpipe(stages, microbatches);
+}
+
+double one_forward_one_backward_composition(const std::vector<harmony::StagePassTimes>& stages, int microbatches,
+                                            int iterations)
+{
+  return iterations == 1 ? harmony::compose_one_forward_one_backward(stages, microbatches)
+                         : harmony::steady_one_forward_one_backward(stages, microbatches);
+}
 
 // GPipe: all forwards through the pipeline, then all backwards (the flush).
 std::vector<Pass> gpipe_order(int stages, int microbatches)
@@ -153,8 +178,62 @@ std::vector<Pass> one_forward_one_backward_order(int stages, int microbatches)
   return passes;
 }
 
+// Emits the passes in `order` over `iterations` minibatches of m microbatches (global microbatch index
+// t m + i), each step marked with its minibatch. One iteration: the updates after every pass, in place. Several:
+// each stage's update of minibatch t after its last backward of t, writing the other weight version, the last
+// minibatch's after every pass.
+void emit_passes(const Trace& trace, const LayerChainIds& chain, const std::vector<harmony::SwapStage>& stages,
+                 harmony::Recompute recompute, PassOrder order, int microbatches, int iterations, Plan& plan)
+{
+  const int gpus = static_cast<int>(stages.size());
+  harmony::LayerSwapEmitter emit(chain, gpus, recompute, plan);
+  std::array<LayerChainIds, 2> versions{chain, chain};
+  if (iterations > 1)
+    versions = harmony::two_weight_versions(trace, chain, plan);
+  std::vector<int> updates_done(static_cast<std::size_t>(gpus), 0);
+  // version_used[s][k]: the weight version stage s's forward of microbatch k used, for its backward
+  std::vector<std::vector<int>> version_used(static_cast<std::size_t>(gpus),
+                                             std::vector<int>(static_cast<std::size_t>(microbatches * iterations)));
+  const auto mark = [&plan](std::size_t from, int iteration) {
+    for (std::size_t i = from; i < plan.steps.size(); ++i)
+      plan.steps[i].iteration = iteration;
+  };
+  const auto update = [&](const harmony::SwapStage& stage, int minibatch) {
+    const std::size_t from = plan.steps.size();
+    int& done = updates_done[static_cast<std::size_t>(stage.gpu)];
+    if (iterations == 1) {
+      emit.update(stage.first, stage.last, {stage.gpu});
+    } else {
+      emit.use_weights(versions[static_cast<std::size_t>(done % 2)]);
+      emit.update(stage.first, stage.last, {stage.gpu}, &versions[static_cast<std::size_t>((done + 1) % 2)]);
+    }
+    ++done;
+    mark(from, minibatch);
+  };
+  for (const Pass& pass : order(gpus, microbatches * iterations)) {
+    const harmony::SwapStage& stage = stages[static_cast<std::size_t>(pass.stage)];
+    const int minibatch = pass.microbatch / microbatches;
+    const int within = pass.microbatch % microbatches;
+    int& version = version_used[static_cast<std::size_t>(pass.stage)][static_cast<std::size_t>(pass.microbatch)];
+    if (pass.forward)
+      version = updates_done[static_cast<std::size_t>(pass.stage)] % 2;
+    emit.use_weights(versions[static_cast<std::size_t>(version)]);
+    const std::size_t from = plan.steps.size();
+    if (pass.forward)
+      emit.forward(stage, pass.microbatch);
+    else
+      emit.backward(stage, pass.microbatch, within > 0);
+    mark(from, minibatch);
+    if (!pass.forward && within == microbatches - 1 && minibatch + 1 < iterations)
+      update(stage, minibatch);
+  }
+  for (const harmony::SwapStage& stage : stages)
+    update(stage, iterations - 1);
+}
+
 Plan plan_pipeline_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
-                        const harmony::SwapBaselineOptions& options, PassOrder order, Composition compose)
+                        const harmony::SwapBaselineOptions& options, PassOrder order, Composition compose,
+                        int iterations)
 {
   const LayerChainIds chain = layer_chain_ids(trace, trace.name);
   const int gpus = harmony::swap_baseline_gpus(options.gpus, machine);
@@ -175,43 +254,45 @@ Plan plan_pipeline_swap(const Trace& trace, const Machine& machine, const PlanRe
                       first_kept_layer(trace, chain, pack, budget)});
   }
 
+  // Two weight versions suffice when every microbatch a stage starts before its update of minibatch t (N - 1 - s
+  // warm-up forwards) has finished its backward before the update of t + 1: PipeDream-2BW's m >= N.
+  if (iterations > 1 && microbatches < gpus)
+    throw InputError("minibatch", fmt::format("{} microbatches of {} samples over {} stages: 2BW's steady state "
+                                              "needs at least one per stage (m >= N)",
+                                              microbatches, u, gpus));
+
   Plan plan;
   harmony::init_swap_plan(plan);
   const harmony::Recompute recompute = options.recompute ? harmony::Recompute::per_stage : harmony::Recompute::none;
-  harmony::LayerSwapEmitter emit(chain, gpus, recompute, plan);
-  for (const Pass& pass : order(gpus, microbatches)) {
-    const harmony::SwapStage& stage = stages[static_cast<std::size_t>(pass.stage)];
-    if (pass.forward)
-      emit.forward(stage, pass.microbatch);
-    else
-      emit.backward(stage, pass.microbatch, pass.microbatch > 0);
-  }
-  for (const harmony::SwapStage& stage : stages)
-    emit.update(stage.first, stage.last, {stage.gpu});
+  emit_passes(trace, chain, stages, recompute, order, microbatches, iterations, plan);
   std::vector<harmony::StagePassTimes> times;
   for (const harmony::SwapStage& stage : stages)
     times.push_back(harmony::stage_pass_times(trace, chain, stage, recompute, 1, 1));
-  plan.estimate.iteration_time_s = compose(times, microbatches);
-  plan.params["estimate_model"] = harmony::kSwapEstimateModel;
+  plan.estimate.iteration_time_s = compose(times, microbatches, iterations);
+  plan.params["estimate_model"] = iterations == 1
+                                      ? std::string(harmony::kSwapEstimateModel)
+                                      : std::string(harmony::kSwapEstimateModel) + harmony::kSteadyEstimateModel;
   plan.params["configuration"] = {{"gpus", gpus},
                                   {"minibatch", options.minibatch},
                                   {"microbatch", u},
                                   {"microbatches", microbatches},
                                   {"stages", harmony::format_packs(packs)}};
+  if (iterations > 1)
+    plan.params["configuration"]["iterations"] = iterations;
   return plan;
 }
 
 Plan plan_gpipe_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
                      const harmony::SwapBaselineOptions& options)
 {
-  return plan_pipeline_swap(trace, machine, request, options, gpipe_order, harmony::compose_gpipe);
+  return plan_pipeline_swap(trace, machine, request, options, gpipe_order, gpipe_composition, 1);
 }
 
 Plan plan_pipedream2bw_swap(const Trace& trace, const Machine& machine, const PlanRequest& request,
                             const harmony::SwapBaselineOptions& options)
 {
   return plan_pipeline_swap(trace, machine, request, options, one_forward_one_backward_order,
-                            harmony::compose_one_forward_one_backward);
+                            one_forward_one_backward_composition, options.iterations);
 }
 
 } // namespace
@@ -226,10 +307,12 @@ MEMSIM_REGISTER_PLANNER(gpipe_swap, "gpipe-swap",
 
 MEMSIM_REGISTER_PLANNER(pipedream2bw_swap, "pipedream2bw-swap",
                         "2BW Swap (Harmony's baseline): PipeDream-2BW's 1F1B order over gpipe-swap's stages and "
-                        "per-GPU swapping, update per stage after its last backward (one iteration: one weight "
-                        "version in use); workload: memsim gen layer-chain",
+                        "per-GPU swapping, `iterations` minibatches without a flush, each stage's update after its "
+                        "last backward of the minibatch into the second weight version (a second host copy of W); "
+                        "estimate: the steady iteration; workload: memsim gen layer-chain",
                         harmony::swap_baseline_params("swap out only each stage's input and recompute the "
-                                                      "stage's forward before its backward"),
+                                                      "stage's forward before its backward",
+                                                      true),
                         plan_pipedream2bw_swap);
 
 } // namespace memsim

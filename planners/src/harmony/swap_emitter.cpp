@@ -10,7 +10,7 @@
 namespace memsim::harmony {
 
 LayerSwapEmitter::LayerSwapEmitter(const LayerChainIds& chain, int gpus, Recompute recompute, Plan& plan)
-    : chain_(chain), recompute_(recompute), build_(plan), computes_(static_cast<std::size_t>(gpus)),
+    : chain_(&chain), recompute_(recompute), build_(plan), computes_(static_cast<std::size_t>(gpus)),
       swapped_out_(static_cast<std::size_t>(gpus))
 {
 }
@@ -92,32 +92,32 @@ StepId LayerSwapEmitter::receive(TensorId tensor, int gpu, int from, int instanc
 void LayerSwapEmitter::forward(const SwapStage& stage, int instance)
 {
   const int gpu = stage.gpu;
-  StepId input = stage.previous < 0 ? swap_in(chain_.x[stage.first], gpu, instance) // the data, from the host
-                                    : receive(chain_.x[stage.first], gpu, stage.previous, instance);
+  StepId input = stage.previous < 0 ? swap_in(chain_->x[stage.first], gpu, instance) // the data, from the host
+                                    : receive(chain_->x[stage.first], gpu, stage.previous, instance);
   for (std::size_t l = stage.first; l <= stage.last; ++l) {
     Deps deps{input};
-    if (chain_.w[l])
-      deps.push_back(swap_in(*chain_.w[l], gpu, 0));
-    const StepId made = compute(chain_.forward[l], deps, gpu, instance);
+    if (chain_->w[l])
+      deps.push_back(swap_in(*chain_->w[l], gpu, 0));
+    const StepId made = compute(chain_->forward[l], deps, gpu, instance);
     StepId last = made;
-    if (chain_.save[l]) { // reads x.l and w.l as the forward does
-      last = compute(*chain_.save[l], {made}, gpu, instance);
+    if (chain_->save[l]) { // reads x.l and w.l as the forward does
+      last = compute(*chain_->save[l], {made}, gpu, instance);
       if (recompute_ == Recompute::none)
-        swap_out(*chain_.saved[l], {last}, gpu, instance);
+        swap_out(*chain_->saved[l], {last}, gpu, instance);
       else
-        release(*chain_.saved[l], {last}, "compute", gpu, instance);
+        release(*chain_->saved[l], {last}, "compute", gpu, instance);
     }
-    if (chain_.w[l])
-      release(*chain_.w[l], {last}, "compute", gpu);
+    if (chain_->w[l])
+      release(*chain_->w[l], {last}, "compute", gpu);
     // The layer's input is needed by its backward: swapped out once (the data is already on the host); a stage
     // recomputed as a whole keeps only its own input.
     if (l == 0 || (recompute_ == Recompute::per_stage && l != stage.first))
-      release(chain_.x[l], {last}, "compute", gpu, instance);
+      release(chain_->x[l], {last}, "compute", gpu, instance);
     else
-      swap_out(chain_.x[l], {last}, gpu, instance);
+      swap_out(chain_->x[l], {last}, gpu, instance);
     input = made;
   }
-  const TensorId output = chain_.output(stage.last);
+  const TensorId output = chain_->output(stage.last);
   if (stage.next >= 0) {
     // Y to the next stage; without recompute this GPU's backward reads it too, so a copy goes to the host.
     Deps after{send(output, input, gpu, stage.next, instance)};
@@ -136,20 +136,20 @@ void LayerSwapEmitter::forward(const SwapStage& stage, int instance)
 std::vector<StepId> LayerSwapEmitter::recompute_stage(const SwapStage& stage, int instance)
 {
   std::vector<StepId> made_by;
-  StepId input = swap_in(chain_.x[stage.first], stage.gpu, instance);
+  StepId input = swap_in(chain_->x[stage.first], stage.gpu, instance);
   for (std::size_t l = stage.first; l <= stage.last; ++l) {
     Deps deps{input};
-    if (chain_.w[l])
-      deps.push_back(swap_in(*chain_.w[l], stage.gpu, 0));
-    input = compute(chain_.forward[l], deps, stage.gpu, instance, true);
+    if (chain_->w[l])
+      deps.push_back(swap_in(*chain_->w[l], stage.gpu, 0));
+    input = compute(chain_->forward[l], deps, stage.gpu, instance, true);
     StepId last = input;
-    if (chain_.save[l]) {
-      last = compute(*chain_.save[l], {input}, stage.gpu, instance);
+    if (chain_->save[l]) {
+      last = compute(*chain_->save[l], {input}, stage.gpu, instance);
       if (l < stage.keep_saved_from)
-        swap_out(*chain_.saved[l], {last}, stage.gpu, instance);
+        swap_out(*chain_->saved[l], {last}, stage.gpu, instance);
     }
-    if (chain_.w[l])
-      release(*chain_.w[l], {last}, "compute", stage.gpu);
+    if (chain_->w[l])
+      release(*chain_->w[l], {last}, "compute", stage.gpu);
     made_by.push_back(last);
   }
   return made_by;
@@ -159,49 +159,49 @@ void LayerSwapEmitter::backward(const SwapStage& stage, int instance, bool accum
 {
   const int gpu = stage.gpu;
   // bwd of layer l+1 (dY resident), or dY received from the next stage
-  StepId gradient = stage.next >= 0 ? receive(*chain_.dx[stage.last + 1], gpu, stage.next, instance) : -1;
+  StepId gradient = stage.next >= 0 ? receive(*chain_->dx[stage.last + 1], gpu, stage.next, instance) : -1;
   const std::vector<StepId> recomputed =
       recompute_ == Recompute::per_stage ? recompute_stage(stage, instance) : std::vector<StepId>{};
   for (std::size_t l = stage.last + 1; l-- > stage.first;) {
     Deps deps;
     if (gradient >= 0)
       deps.push_back(gradient);
-    if (chain_.w[l])
-      deps.push_back(swap_in(*chain_.w[l], gpu, 0));
+    if (chain_->w[l])
+      deps.push_back(swap_in(*chain_->w[l], gpu, 0));
     if (recompute_ != Recompute::per_stage)
-      deps.push_back(swap_in(chain_.x[l], gpu, instance));
-    if (accumulate && chain_.dw[l])
-      deps.push_back(swap_in(*chain_.dw[l], gpu, 0));
+      deps.push_back(swap_in(chain_->x[l], gpu, instance));
+    if (accumulate && chain_->dw[l])
+      deps.push_back(swap_in(*chain_->dw[l], gpu, 0));
     if (recompute_ == Recompute::per_layer) {
-      StepId last = compute(chain_.forward[l], deps, gpu, instance, true);
-      if (chain_.save[l])
-        last = compute(*chain_.save[l], {last}, gpu, instance);
+      StepId last = compute(chain_->forward[l], deps, gpu, instance, true);
+      if (chain_->save[l])
+        last = compute(*chain_->save[l], {last}, gpu, instance);
       deps = {last};
     } else if (recompute_ == Recompute::none) {
-      deps.push_back(swap_in(chain_.output(l), gpu, instance));
-      if (chain_.saved[l])
-        deps.push_back(swap_in(*chain_.saved[l], gpu, instance));
+      deps.push_back(swap_in(chain_->output(l), gpu, instance));
+      if (chain_->saved[l])
+        deps.push_back(swap_in(*chain_->saved[l], gpu, instance));
     } else {
       deps.push_back(recomputed[l - stage.first]);
-      if (chain_.saved[l] && l < stage.keep_saved_from)
-        deps.push_back(swap_in(*chain_.saved[l], gpu, instance));
+      if (chain_->saved[l] && l < stage.keep_saved_from)
+        deps.push_back(swap_in(*chain_->saved[l], gpu, instance));
     }
-    gradient = compute(chain_.backward[l], deps, gpu, instance);
+    gradient = compute(chain_->backward[l], deps, gpu, instance);
     // Swapped-in copies go after use; recomputed activations stay until the layer below has read its output.
     if (recompute_ != Recompute::per_stage || l == stage.first)
-      release(chain_.x[l], {gradient}, "compute", gpu, instance);
-    release(chain_.output(l), {gradient}, "compute", gpu, instance);
-    if (chain_.saved[l])
-      release(*chain_.saved[l], {gradient}, "compute", gpu, instance);
-    if (l + 1 < chain_.layers())
-      release(*chain_.dx[l + 1], {gradient}, "compute", gpu, instance);
-    if (chain_.w[l])
-      release(*chain_.w[l], {gradient}, "compute", gpu);
-    if (chain_.dw[l])
-      swap_out(*chain_.dw[l], {gradient}, gpu, 0);
+      release(chain_->x[l], {gradient}, "compute", gpu, instance);
+    release(chain_->output(l), {gradient}, "compute", gpu, instance);
+    if (chain_->saved[l])
+      release(*chain_->saved[l], {gradient}, "compute", gpu, instance);
+    if (l + 1 < chain_->layers())
+      release(*chain_->dx[l + 1], {gradient}, "compute", gpu, instance);
+    if (chain_->w[l])
+      release(*chain_->w[l], {gradient}, "compute", gpu);
+    if (chain_->dw[l])
+      swap_out(*chain_->dw[l], {gradient}, gpu, 0);
   }
   if (stage.previous >= 0) { // dX to the previous stage
-    const TensorId dx = *chain_.dx[stage.first];
+    const TensorId dx = *chain_->dx[stage.first];
     release(dx, {send(dx, gradient, gpu, stage.previous, instance)}, "p2p_out", gpu, instance);
   }
   // The microbatch's activations are dead once the stage's backward is done: drop their host copies, as LMS frees
@@ -211,11 +211,11 @@ void LayerSwapEmitter::backward(const SwapStage& stage, int instance, bool accum
   const bool input_dropped_upstream = stage.previous >= 0 && recompute_ == Recompute::none;
   for (std::size_t l = stage.first; l <= stage.last; ++l) {
     if (l > stage.first || !input_dropped_upstream)
-      drop_host_copy(chain_.x[l], gradient, gpu, instance);
-    if (chain_.saved[l])
-      drop_host_copy(*chain_.saved[l], gradient, gpu, instance);
+      drop_host_copy(chain_->x[l], gradient, gpu, instance);
+    if (chain_->saved[l])
+      drop_host_copy(*chain_->saved[l], gradient, gpu, instance);
   }
-  drop_host_copy(chain_.output(stage.last), gradient, gpu, instance);
+  drop_host_copy(chain_->output(stage.last), gradient, gpu, instance);
 }
 
 // Frees the host copy this GPU swapped out of `tensor` (none: nothing to do), on a host stream of that GPU's own.
@@ -228,36 +228,51 @@ void LayerSwapEmitter::drop_host_copy(TensorId tensor, StepId after, int gpu, in
   host_.erase(copy);
 }
 
-void LayerSwapEmitter::update(std::size_t first, std::size_t last, const std::vector<int>& replicas)
+void LayerSwapEmitter::use_weights(const LayerChainIds& chain) { chain_ = &chain; }
+
+void LayerSwapEmitter::update(std::size_t first, std::size_t last, const std::vector<int>& replicas,
+                              const LayerChainIds* written)
 {
   for (std::size_t l = first; l <= last; ++l) {
-    if (!chain_.update[l])
+    if (!chain_->update[l])
       continue;
     Deps loaded;
     for (int gpu : replicas)
-      loaded.push_back(swap_in(*chain_.dw[l], gpu, 0));
+      loaded.push_back(swap_in(*chain_->dw[l], gpu, 0));
     Deps reduced = loaded;
     if (replicas.size() > 1)
-      reduced = {build_.collective(StepKind::allreduce, *chain_.dw[l], replicas, loaded)};
+      reduced = {build_.collective(StepKind::allreduce, *chain_->dw[l], replicas, loaded)};
     for (int gpu : replicas) {
       Deps deps = reduced;
-      deps.push_back(swap_in(*chain_.w[l], gpu, 0));
-      if (chain_.k[l])
-        deps.push_back(swap_in(*chain_.k[l], gpu, 0));
-      const StepId stepped = compute(*chain_.update[l], deps, gpu, 0);
-      swap_out(*chain_.w[l], {stepped}, gpu, 0);
-      if (chain_.k[l])
-        swap_out(*chain_.k[l], {stepped}, gpu, 0);
-      release(*chain_.dw[l], {stepped}, "compute", gpu);
+      deps.push_back(swap_in(*chain_->w[l], gpu, 0));
+      if (chain_->k[l])
+        deps.push_back(swap_in(*chain_->k[l], gpu, 0));
+      const StepId stepped = compute(*chain_->update[l], deps, gpu, 0);
+      if (written) { // the step wrote the other version; the one it read stays on the host
+        swap_out(*written->w[l], {stepped}, gpu, 0);
+        release(*chain_->w[l], {stepped}, "compute", gpu);
+      } else {
+        swap_out(*chain_->w[l], {stepped}, gpu, 0);
+      }
+      if (chain_->k[l])
+        swap_out(*chain_->k[l], {stepped}, gpu, 0);
+      release(*chain_->dw[l], {stepped}, "compute", gpu);
     }
   }
 }
 
-ParamList<SwapBaselineOptions> swap_baseline_params(std::string recompute_help)
+ParamList<SwapBaselineOptions> swap_baseline_params(std::string recompute_help, bool multi_iteration)
 {
-  return {param("gpus", &SwapBaselineOptions::gpus, "GPUs N (0: the machine's)", {.min = 0}),
-          param("minibatch", &SwapBaselineOptions::minibatch, "samples per iteration D", {.min = 0}),
-          param("recompute", &SwapBaselineOptions::recompute, std::move(recompute_help))};
+  std::vector<BoundParam<SwapBaselineOptions>> params{
+      param("gpus", &SwapBaselineOptions::gpus, "GPUs N (0: the machine's)", {.min = 0}),
+      param("minibatch", &SwapBaselineOptions::minibatch, "samples per iteration D", {.min = 0}),
+      param("recompute", &SwapBaselineOptions::recompute, std::move(recompute_help))};
+  if (multi_iteration)
+    params.push_back(param("iterations", &SwapBaselineOptions::iterations,
+                           "minibatches run back to back without a flush (1: one iteration, one weight version); "
+                           "the core's steady_iteration_time_s averages all but the first",
+                           {.min = 1, .max = 1000}));
+  return ParamList<SwapBaselineOptions>(std::move(params));
 }
 
 int swap_baseline_gpus(int asked, const Machine& machine)

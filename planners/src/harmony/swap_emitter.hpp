@@ -42,8 +42,12 @@ public:
   // accumulate: dW of the stage already went out once (swapped back in to accumulate).
   void backward(const SwapStage& stage, int instance, bool accumulate);
   // Per layer of [first, last]: every replica brings dW back, they all-reduce it (when several), each steps its
-  // optimizer on the GPU with W and K swapped in, then swaps W and K out.
-  void update(std::size_t first, std::size_t last, const std::vector<int>& replicas);
+  // optimizer on the GPU with W and K swapped in, then swaps W and K out. `written`: the chain of the weight version
+  // the update ops write (2BW's double buffer; weight_versions.hpp); null: W is updated in place.
+  void update(std::size_t first, std::size_t last, const std::vector<int>& replicas,
+              const LayerChainIds* written = nullptr);
+  // The chain whose W, and the ops that read it, the following passes and updates use (a weight version).
+  void use_weights(const LayerChainIds& chain);
 
 private:
   using Deps = std::vector<StepId>;
@@ -59,7 +63,7 @@ private:
   StepId receive(TensorId tensor, int gpu, int from, int instance);
   std::vector<StepId> recompute_stage(const SwapStage& stage, int instance);
 
-  const LayerChainIds& chain_;
+  const LayerChainIds* chain_;
   Recompute recompute_;
   PlanBuilder build_;
   std::vector<std::vector<StepId>> computes_;
@@ -75,8 +79,10 @@ struct SwapBaselineOptions {
   int gpus = 0;      // 0: the machine's GPU count
   int minibatch = 0; // samples per iteration (D)
   bool recompute = false;
+  int iterations = 4; // pipedream2bw-swap only: minibatches emitted back to back (gpipe_swap.cpp says why 4)
 };
-ParamList<SwapBaselineOptions> swap_baseline_params(std::string recompute_help);
+// multi_iteration: also declare `iterations` (pipedream2bw-swap).
+ParamList<SwapBaselineOptions> swap_baseline_params(std::string recompute_help, bool multi_iteration = false);
 
 // The GPUs a swap baseline runs on (0: the machine's); throws InputError when the machine has fewer.
 int swap_baseline_gpus(int asked, const Machine& machine);

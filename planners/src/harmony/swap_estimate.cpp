@@ -15,6 +15,11 @@ const char* const kSwapEstimateModel =
     "in, out) + ring all-reduce 2(R-1)/R |dW| / bw_p2p; "
     "bw_swap 11.5 GiB/s, bw_p2p 8.2 GiB/s (Harmony's estimator defaults)";
 
+const char* const kSteadyEstimateModel =
+    "; several iterations (2BW's steady state, no flush): the steady iteration, not the first, max over stages of "
+    "m F_s + B_s,first + (m-1) B_s + U_s - m p2p_s (the receives overlap), at least every stage's bytes of one "
+    "iteration per direction / bw_swap";
+
 namespace {
 
 class PassModel {
@@ -51,8 +56,10 @@ StagePassTimes stage_pass_times(const Trace& trace, const LayerChainIds& chain, 
 {
   const PassModel model(trace, chain, sharing);
   StagePassTimes times;
-  if (stage.previous >= 0)
+  if (stage.previous >= 0) {
     times.forward += model.p2p(model.bytes(chain.x[stage.first]));
+    times.received += model.p2p(model.bytes(chain.x[stage.first]));
+  }
   for (std::size_t l = stage.first; l <= stage.last; ++l) {
     double in = model.bytes(chain.w[l]);
     if (l == stage.first && stage.previous < 0)
@@ -71,8 +78,10 @@ StagePassTimes stage_pass_times(const Trace& trace, const LayerChainIds& chain, 
   }
 
   double backward = 0;
-  if (stage.next >= 0)
+  if (stage.next >= 0) {
     backward += model.p2p(model.bytes(chain.dx[stage.last + 1]));
+    times.received += model.p2p(model.bytes(chain.dx[stage.last + 1]));
+  }
   if (recompute == Recompute::per_stage)
     for (std::size_t l = stage.first; l <= stage.last; ++l) {
       const double in = model.bytes(chain.w[l]) + (l == stage.first ? model.bytes(chain.x[l]) : 0.0);
@@ -189,6 +198,15 @@ double compose_one_forward_one_backward(const std::vector<StagePassTimes>& stage
   }
   return std::max(pipelined(first, steady, microbatches) + slowest_update(stages),
                   host_link_bound(stages, microbatches, kForwards | kBackwards | kUpdates));
+}
+
+double steady_one_forward_one_backward(const std::vector<StagePassTimes>& stages, int microbatches)
+{
+  double busiest = 0;
+  for (const StagePassTimes& stage : stages)
+    busiest = std::max(busiest, microbatches * (stage.forward - stage.received) + stage.backward_first +
+                                    (microbatches - 1) * stage.backward_accumulating + stage.update);
+  return std::max(busiest, host_link_bound(stages, microbatches, kForwards | kBackwards | kUpdates));
 }
 
 } // namespace memsim::harmony

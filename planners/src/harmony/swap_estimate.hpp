@@ -23,6 +23,7 @@ struct StagePassTimes {
   double backward_first = 0;        // the first microbatch: dW goes out
   double backward_accumulating = 0; // later ones: dW also comes back in to accumulate
   double update = 0;                // per layer: dW, W, K in; all-reduce over the replicas; the step; W, K out
+  double received = 0;              // of forward + backward: the boundary tensors received over p2p
   // Bytes over the host link, {in, out}: a forward, an accumulating backward, the update; the first backward moves
   // the dW in bytes less.
   std::array<double, 2> forward_bytes{};
@@ -41,11 +42,20 @@ double compose_data_parallel(const StagePassTimes& replica, int microbatches);
 // each stage's update in parallel; each phase at least the host link's time for every stage's bytes in it (the
 // flush keeps the forwards' swap-outs and the backwards' swap-ins apart). Stages timed at sharing 1.
 double compose_gpipe(const std::vector<StagePassTimes>& stages, int microbatches);
-// 1F1B: the first microbatch through every stage and back, then the slowest stage's forward + backward per further
-// microbatch, then the updates; at least the host link's time. Stages timed at sharing 1.
+// 1F1B, one iteration with a flush: the first microbatch through every stage and back, then the slowest stage's
+// forward + backward per further microbatch, then the updates; at least the host link's time. Stages timed at
+// sharing 1.
 double compose_one_forward_one_backward(const std::vector<StagePassTimes>& stages, int microbatches);
+
+// PipeDream-2BW's steady iteration (1F1B without a flush, pipedream2bw-swap with iterations > 1): every stage runs
+// its m forwards, m backwards and its update once per iteration, the fill and drain overlapping the neighbouring
+// iterations, so the period is the busiest stage's m F + B_first + (m - 1) B + U, without the p2p receives (they
+// overlap the previous pass in the steady state); at least the host link's time for one iteration's bytes.
+double steady_one_forward_one_backward(const std::vector<StagePassTimes>& stages, int microbatches);
 
 // The model in words, recorded in plan.params["estimate_model"].
 extern const char* const kSwapEstimateModel;
+// Appended to it for steady_one_forward_one_backward.
+extern const char* const kSteadyEstimateModel;
 
 } // namespace memsim::harmony
