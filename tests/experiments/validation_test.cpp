@@ -7,7 +7,9 @@
 #include "memsim/common/json_io.hpp"
 #include "memsim/experiments/validation.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -34,8 +36,7 @@ StepRecord record(StepId step, StepKind kind, const std::string& stream, double 
   r.start_s = start;
   r.end_s = end;
   r.bytes = bytes;
-  r.label = "s";
-  r.label += std::to_string(step); // not "s" + ...: g++ 12 -Wrestrict false positive at -O3
+  r.label = fmt::format("s{}", step); // not a literal assigned, then appended: g++ 12 -Wrestrict false positive at -O3
   return r;
 }
 
