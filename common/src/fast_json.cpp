@@ -228,11 +228,19 @@ void Node::expect_object() const
 
 void Node::only_keys(std::initializer_list<std::string_view> allowed) const
 {
+  (void)read_members(std::span<const std::string_view>(allowed.begin(), allowed.size()), {});
+}
+
+std::uint64_t Node::read_members(std::span<const std::string_view> allowed, std::span<dom::element> values) const
+{
   expect_object();
   const dom::object object = object_of(value_);
   std::uint64_t seen = 0; // bit i: allowed[i] was met (repeats beyond 64 allowed keys go unchecked)
   for (const dom::key_value_pair field : object) {
-    const auto found = std::find(allowed.begin(), allowed.end(), field.key);
+    // Keys are short: comparing the length and the first byte before the rest skips most calls to memcmp.
+    const auto found = std::find_if(allowed.begin(), allowed.end(), [&](std::string_view name) {
+      return name.size() == field.key.size() && (name.empty() || name[0] == field.key[0]) && name == field.key;
+    });
     if (found == allowed.end()) {
       // nlohmann kept keys sorted, so name the smallest unknown key as before.
       std::string_view unknown = field.key;
@@ -254,7 +262,10 @@ void Node::only_keys(std::initializer_list<std::string_view> allowed) const
         child(field.value, Segment{field.key, 0}).fail(fmt::format("duplicate key '{}'", field.key));
       seen |= bit;
     }
+    if (!values.empty())
+      values[bit_index] = field.value;
   }
+  return seen;
 }
 
 std::string Node::as_string() const

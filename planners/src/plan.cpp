@@ -60,27 +60,34 @@ std::string step_kind_names()
   return names;
 }
 
+struct StepKeys {
+  static constexpr std::array<std::string_view, 14> names{"id",     "kind",      "device", "stream",   "op",
+                                                          "tensor", "instance",  "deps",   "peer",     "parts",
+                                                          "group",  "iteration", "loop",   "service_s"};
+};
+
 Step read_step(const fast_json::Node& node, std::size_t index)
 {
-  node.only_keys({"id", "kind", "device", "stream", "op", "tensor", "instance", "deps", "peer", "parts", "group",
-                  "iteration", "loop", "service_s"});
+  // One pass over the step's members (a plan has 10^5 steps): unknown and repeated keys are refused here.
+  const fast_json::Members<StepKeys> members(node);
   Step step;
-  step.id = node.at("id").as_int();
+  step.id = members.at("id").as_int();
   if (step.id != static_cast<std::int64_t>(index))
-    node.at("id").fail(fmt::format("step ids must be dense and in order: expected {}, found {}", index, step.id));
-  std::string kind = node.at("kind").as_string();
+    members.at("id").fail(fmt::format("step ids must be dense and in order: expected {}, found {}", index, step.id));
+  std::string kind = members.at("kind").as_string();
   auto parsed = step_kind_from_string(kind);
   if (!parsed)
-    node.at("kind").fail(fmt::format("unknown step kind '{}' (valid: {})", kind, step_kind_names()));
+    members.at("kind").fail(fmt::format("unknown step kind '{}' (valid: {})", kind, step_kind_names()));
   step.kind = *parsed;
-  step.device = static_cast<int>(node.get_int_in("device", 0, kMinIndex, kMaxIndex));
+  step.device = static_cast<int>(members.get_int_in("device", 0, kMinIndex, kMaxIndex));
   if (step.device < kHostDevice)
-    node.at("device").fail("device must be a GPU index or -1 (the host)");
+    members.at("device").fail("device must be a GPU index or -1 (the host)");
   if (step.device == kHostDevice && !may_run_on_host(step.kind))
-    node.at("device").fail(fmt::format("a {} step cannot run on the host (device -1): only compute, recompute, free, "
-                                       "split and merge can",
-                                       kind));
-  step.stream = node.get_string("stream", step_names_op(step.kind) ? "compute" : "");
+    members.at("device").fail(
+        fmt::format("a {} step cannot run on the host (device -1): only compute, recompute, free, "
+                    "split and merge can",
+                    kind));
+  step.stream = members.get_string("stream", step_names_op(step.kind) ? "compute" : "");
   if (step.stream.empty()) {
     switch (step.kind) {
     case StepKind::offload: step.stream = "d2h"; break;
@@ -93,45 +100,45 @@ Step read_step(const fast_json::Node& node, std::size_t index)
     default: step.stream = "compute"; break;
     }
   }
-  step.instance = static_cast<int>(node.get_int_in("instance", 0, kMinIndex, kMaxIndex));
+  step.instance = static_cast<int>(members.get_int_in("instance", 0, kMinIndex, kMaxIndex));
   if (step.instance < 0)
-    node.at("instance").fail("instance must not be negative");
+    members.at("instance").fail("instance must not be negative");
   if (step_names_op(step.kind)) {
-    step.op = node.at("op").as_int();
-    if (node.has("tensor"))
-      node.at("tensor").fail(fmt::format("a {} step names an op, not a tensor", kind));
+    step.op = members.at("op").as_int();
+    if (members.has("tensor"))
+      members.at("tensor").fail(fmt::format("a {} step names an op, not a tensor", kind));
   } else {
-    step.tensor = node.at("tensor").as_int();
-    if (node.has("op"))
-      node.at("op").fail(fmt::format("a {} step names a tensor, not an op", kind));
+    step.tensor = members.at("tensor").as_int();
+    if (members.has("op"))
+      members.at("op").fail(fmt::format("a {} step names a tensor, not an op", kind));
   }
-  if (node.has("peer"))
-    step.peer = static_cast<int>(node.at("peer").as_int_in(kMinIndex, kMaxIndex));
+  if (members.has("peer"))
+    step.peer = static_cast<int>(members.at("peer").as_int_in(kMinIndex, kMaxIndex));
   if ((step.kind == StepKind::send || step.kind == StepKind::recv) && !step.peer)
     node.fail(fmt::format("a {} step needs 'peer' (the other device)", kind));
-  step.iteration = static_cast<int>(node.get_int_in("iteration", 0, kMinIndex, kMaxIndex));
+  step.iteration = static_cast<int>(members.get_int_in("iteration", 0, kMinIndex, kMaxIndex));
   if (step.iteration < 0)
-    node.at("iteration").fail("iteration must not be negative");
-  step.loop = static_cast<int>(node.get_int_in("loop", 0, kMinIndex, kMaxIndex));
+    members.at("iteration").fail("iteration must not be negative");
+  step.loop = static_cast<int>(members.get_int_in("loop", 0, kMinIndex, kMaxIndex));
   if (step.loop < 0)
-    node.at("loop").fail("loop must not be negative");
-  if (node.has("service_s")) {
+    members.at("loop").fail("loop must not be negative");
+  if (members.has("service_s")) {
     if (step.kind != StepKind::prefetch && step.kind != StepKind::offload && step.kind != StepKind::compute)
-      node.at("service_s")
+      members.at("service_s")
           .fail(fmt::format("only compute, prefetch and offload steps have a service time, not {}", kind));
-    step.service_s = node.at("service_s").as_non_negative();
+    step.service_s = members.at("service_s").as_non_negative();
   }
   if (is_view(step.kind)) {
-    auto parts = node.at("parts");
+    auto parts = members.at("parts");
     if (parts.size() == 0)
       parts.fail(fmt::format("a {} step needs at least one part", kind));
     for (std::size_t i = 0; i < parts.size(); ++i)
       step.parts.push_back(parts.item(i).as_int());
-  } else if (node.has("parts")) {
-    node.at("parts").fail(fmt::format("only split and merge steps have parts, not {}", kind));
+  } else if (members.has("parts")) {
+    members.at("parts").fail(fmt::format("only split and merge steps have parts, not {}", kind));
   }
   if (is_collective(step.kind)) {
-    auto group = node.at("group");
+    auto group = members.at("group");
     if (group.size() == 0)
       group.fail(fmt::format("a {} step needs a group of at least one device", kind));
     for (std::size_t i = 0; i < group.size(); ++i) {
@@ -141,17 +148,15 @@ Step read_step(const fast_json::Node& node, std::size_t index)
       step.group.push_back(device);
     }
     if (std::find(step.group.begin(), step.group.end(), step.device) == step.group.end())
-      node.at("group").fail(fmt::format("the group must contain the step's device {}", step.device));
-  } else if (node.has("group")) {
-    node.at("group").fail(fmt::format("only collectives have a group, not {}", kind));
+      members.at("group").fail(fmt::format("the group must contain the step's device {}", step.device));
+  } else if (members.has("group")) {
+    members.at("group").fail(fmt::format("only collectives have a group, not {}", kind));
   }
-  auto deps = node.at("deps");
-  for (std::size_t i = 0; i < deps.size(); ++i) {
-    StepId dep = deps.item(i).as_int();
+  const auto deps = members.at("deps");
+  step.deps = deps.int_items([&](std::size_t i, StepId dep) {
     if (dep < 0 || dep >= step.id)
       deps.item(i).fail(fmt::format("dep {} must name an earlier step (0..{})", dep, step.id - 1));
-    step.deps.push_back(dep);
-  }
+  });
   return step;
 }
 

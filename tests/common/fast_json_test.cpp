@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace memsim {
 namespace {
@@ -130,6 +133,81 @@ TEST(FastJson, RepeatedKeysAreRefused)
 {
   fast_json::Document document(R"({"a": 1, "b": 2, "a": 3})", "doc.json");
   EXPECT_EQ(message_of([&] { document.root().only_keys({"a", "b"}); }), "doc.json: at /a: duplicate key 'a'");
+}
+
+struct ThreeKeys {
+  static constexpr std::array<std::string_view, 3> names{"a", "bb", "c"};
+};
+
+// Members reads an object in one pass and must fail exactly as only_keys and Node::at do.
+TEST(FastJson, MembersFailAsOnlyKeysAndAt)
+{
+  fast_json::Document document(
+      R"({"ok": {"c": [1], "a": 7}, "unknown": {"a": 1, "zz": 2, "d": 3}, "twice": {"bb": 1, "a": 2, "bb": 3},
+          "list": [1, 2], "deep": [[[[{"x": {"a": "seven"}}]]]]})",
+      "doc.json", "/base");
+  const fast_json::Node root = document.root();
+  for (const char* key : {"unknown", "twice", "list"}) {
+    const std::string by_only_keys = message_of([&] { root.at(key).only_keys({"a", "bb", "c"}); });
+    ASSERT_NE(by_only_keys, "") << key;
+    EXPECT_EQ(message_of([&] { const fast_json::Members<ThreeKeys> members(root.at(key)); }), by_only_keys) << key;
+  }
+  EXPECT_EQ(message_of([&] { const fast_json::Members<ThreeKeys> members(root.at("unknown")); }),
+            "doc.json: at /base/unknown/d: unknown key 'd' (valid keys: a, bb, c)");
+  EXPECT_EQ(message_of([&] { const fast_json::Members<ThreeKeys> members(root.at("twice")); }),
+            "doc.json: at /base/twice/bb: duplicate key 'bb'");
+
+  const fast_json::Node ok = root.at("ok");
+  const fast_json::Members<ThreeKeys> members(ok);
+  EXPECT_TRUE(members.has("a"));
+  EXPECT_FALSE(members.has("bb"));
+  EXPECT_TRUE(members.has("c"));
+  EXPECT_EQ(members.at("a").as_int(), 7);
+  EXPECT_EQ(members.at("c").item(0).as_int(), 1);
+  EXPECT_EQ(members.at("c").path(), "/base/ok/c");
+  EXPECT_FALSE(members.find("bb").has_value());
+  EXPECT_EQ(members.get_int("bb", -4), -4);
+  EXPECT_EQ(members.get_string("bb", "none"), "none");
+  EXPECT_EQ(message_of([&] { (void)members.at("bb"); }), message_of([&] { (void)ok.at("bb"); }));
+  EXPECT_EQ(message_of([&] { (void)members.at("bb"); }), "doc.json: at /base/ok: missing required key 'bb'");
+  EXPECT_EQ(message_of([&] { (void)members.get_string("a", ""); }),
+            "doc.json: at /base/ok/a: expected a string, found number");
+
+  // Deeper than the inline path segments, a member's path is still whole.
+  const fast_json::Node x = root.at("deep").item(0).item(0).item(0).item(0).at("x");
+  const fast_json::Members<ThreeKeys> deep(x);
+  EXPECT_EQ(message_of([&] { (void)deep.at("a").as_int(); }),
+            "doc.json: at /base/deep/0/0/0/0/x/a: expected an integer, found \"seven\"");
+}
+
+// int_items reads what item(i).as_int() reads and reports the first fault a loop over item(i) would.
+TEST(FastJson, IntItemsAsItemByItem)
+{
+  fast_json::Document document(
+      R"({"ids": [3, 1e6, -2, 0], "mixed": [1, 2.5, "x"], "big": [9223372036854775808], "empty": [], "no": 4})",
+      "doc.json");
+  const fast_json::Node root = document.root();
+  EXPECT_EQ(root.at("ids").int_items(), (std::vector<std::int64_t>{3, 1000000, -2, 0}));
+  EXPECT_TRUE(root.at("empty").int_items().empty());
+  EXPECT_EQ(message_of([&] { (void)root.at("mixed").int_items(); }),
+            message_of([&] { (void)root.at("mixed").item(1).as_int(); }));
+  EXPECT_EQ(message_of([&] { (void)root.at("mixed").int_items(); }),
+            "doc.json: at /mixed/1: expected an integer, found 2.5");
+  EXPECT_EQ(message_of([&] { (void)root.at("big").int_items(); }),
+            "doc.json: at /big/0: integer 9223372036854775808 is too large (at most 9223372036854775807)");
+  EXPECT_EQ(message_of([&] { (void)root.at("no").int_items(); }), "doc.json: at /no: expected an array, found number");
+  // The check sees each number before the next element is read: element 0's fault comes before element 1's.
+  const fast_json::Node mixed = root.at("mixed");
+  std::vector<std::size_t> checked;
+  EXPECT_EQ(message_of([&] {
+              (void)mixed.int_items([&](std::size_t i, std::int64_t number) {
+                checked.push_back(i);
+                if (number == 1)
+                  mixed.item(i).fail("one is refused");
+              });
+            }),
+            "doc.json: at /mixed/0: one is refused");
+  EXPECT_EQ(checked, (std::vector<std::size_t>{0}));
 }
 
 TEST(FastJson, IntegersStayExact)

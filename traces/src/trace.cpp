@@ -94,34 +94,32 @@ double Trace::total_time_s() const
 
 namespace {
 
-std::vector<std::int64_t> read_id_list(const fast_json::Node& node)
-{
-  std::vector<std::int64_t> ids;
-  std::size_t count = node.size();
-  ids.reserve(count);
-  for (std::size_t i = 0; i < count; ++i)
-    ids.push_back(node.item(i).as_int());
-  return ids;
-}
+struct TensorKeys {
+  static constexpr std::array<std::string_view, 7> names{"id",         "name",  "bytes",     "kind",
+                                                         "free_after", "shape", "batch_axis"};
+};
 
 Tensor read_tensor(const fast_json::Node& node, std::int64_t index)
 {
-  node.only_keys({"id", "name", "bytes", "kind", "free_after", "shape", "batch_axis"});
+  // One pass over the members (traces have 10^4..10^5 tensors): unknown and repeated keys are refused here.
+  const fast_json::Members<TensorKeys> members(node);
   Tensor tensor;
-  tensor.id = node.at("id").as_int();
+  tensor.id = members.at("id").as_int();
   if (tensor.id != index)
-    node.at("id").fail(fmt::format("tensor ids must be dense and in order: expected {}, found {}", index, tensor.id));
-  tensor.name = node.get_string("name", fmt::format("t{}", index));
-  tensor.bytes = node.at("bytes").as_uint();
-  std::string kind = node.at("kind").as_string();
+    members.at("id").fail(fmt::format("tensor ids must be dense and in order: expected {}, found {}", index,
+                                      tensor.id));
+  // The default name is formatted only when the name is missing.
+  tensor.name = members.has("name") ? members.at("name").as_string() : fmt::format("t{}", index);
+  tensor.bytes = members.at("bytes").as_uint();
+  std::string kind = members.at("kind").as_string();
   auto parsed = tensor_kind_from_string(kind);
   if (!parsed)
-    node.at("kind").fail(fmt::format("unknown tensor kind '{}' (valid: {})", kind, valid_names(kTensorKinds)));
+    members.at("kind").fail(fmt::format("unknown tensor kind '{}' (valid: {})", kind, valid_names(kTensorKinds)));
   tensor.kind = *parsed;
-  if (node.has("free_after"))
-    tensor.free_after = node.at("free_after").as_int();
-  if (node.has("shape")) {
-    auto shape = node.at("shape");
+  if (members.has("free_after"))
+    tensor.free_after = members.at("free_after").as_int();
+  if (members.has("shape")) {
+    auto shape = members.at("shape");
     for (std::size_t i = 0; i < shape.size(); ++i) {
       const std::int64_t extent = shape.item(i).as_int();
       if (extent < 0)
@@ -129,37 +127,43 @@ Tensor read_tensor(const fast_json::Node& node, std::int64_t index)
       tensor.shape.push_back(extent);
     }
   }
-  if (node.has("batch_axis")) {
-    const std::int64_t axis = node.at("batch_axis").as_int_in(kMinIndex, kMaxIndex);
-    if (axis < 0 || (node.has("shape") && axis >= static_cast<std::int64_t>(tensor.shape.size())))
-      node.at("batch_axis")
+  if (members.has("batch_axis")) {
+    const std::int64_t axis = members.at("batch_axis").as_int_in(kMinIndex, kMaxIndex);
+    if (axis < 0 || (members.has("shape") && axis >= static_cast<std::int64_t>(tensor.shape.size())))
+      members.at("batch_axis")
           .fail(fmt::format("batch_axis {} is not an axis of the shape ({} axes)", axis, tensor.shape.size()));
     tensor.batch_axis = static_cast<int>(axis);
   }
   return tensor;
 }
 
+struct OpKeys {
+  static constexpr std::array<std::string_view, 16> names{
+      "id",     "name",  "type",           "phase", "layer",      "inputs",    "outputs",  "workspace_bytes",
+      "time_s", "flops", "bytes_accessed", "split", "cpu_time_s", "iteration", "split_of", "fused_from"};
+};
+
 Op read_op(const fast_json::Node& node, std::int64_t index)
 {
-  node.only_keys({"id", "name", "type", "phase", "layer", "inputs", "outputs", "workspace_bytes", "time_s", "flops",
-                  "bytes_accessed", "split", "cpu_time_s", "iteration", "split_of", "fused_from"});
+  // One pass over the members, as for tensors.
+  const fast_json::Members<OpKeys> members(node);
   Op op;
-  op.id = node.at("id").as_int();
+  op.id = members.at("id").as_int();
   if (op.id != index)
-    node.at("id").fail(fmt::format("op ids must be dense and in order: expected {}, found {}", index, op.id));
-  op.name = node.get_string("name", fmt::format("op{}", index));
-  op.type = node.get_string("type", "other");
-  std::string phase = node.at("phase").as_string();
+    members.at("id").fail(fmt::format("op ids must be dense and in order: expected {}, found {}", index, op.id));
+  op.name = members.has("name") ? members.at("name").as_string() : fmt::format("op{}", index);
+  op.type = members.get_string("type", "other");
+  std::string phase = members.at("phase").as_string();
   auto parsed = phase_from_string(phase);
   if (!parsed)
-    node.at("phase").fail(fmt::format("unknown phase '{}' (valid: {})", phase, valid_names(kPhases)));
+    members.at("phase").fail(fmt::format("unknown phase '{}' (valid: {})", phase, valid_names(kPhases)));
   op.phase = *parsed;
-  op.layer = static_cast<int>(node.get_int_in("layer", 0, kMinIndex, kMaxIndex));
-  op.inputs = read_id_list(node.at("inputs"));
-  op.outputs = read_id_list(node.at("outputs"));
-  op.workspace_bytes = node.get_uint("workspace_bytes", 0);
-  if (node.has("split_of")) {
-    auto from = node.at("split_of");
+  op.layer = static_cast<int>(members.get_int_in("layer", 0, kMinIndex, kMaxIndex));
+  op.inputs = members.at("inputs").int_items();
+  op.outputs = members.at("outputs").int_items();
+  op.workspace_bytes = members.get_uint("workspace_bytes", 0);
+  if (members.has("split_of")) {
+    auto from = members.at("split_of");
     from.only_keys({"op", "index", "parts", "dim"});
     SplitOf split_of{from.at("op").as_int(), static_cast<int>(from.at("index").as_int_in(kMinIndex, kMaxIndex)),
                      static_cast<int>(from.at("parts").as_int_in(kMinIndex, kMaxIndex)),
@@ -170,8 +174,8 @@ Op read_op(const fast_json::Node& node, std::int64_t index)
       from.at("index").fail(fmt::format("index {} is not below parts {}", split_of.index, split_of.parts));
     op.split_of = split_of;
   }
-  if (node.has("fused_from")) {
-    auto from = node.at("fused_from");
+  if (members.has("fused_from")) {
+    auto from = members.at("fused_from");
     from.only_keys({"op", "models"});
     FusedFrom fused{from.at("op").as_int(), static_cast<int>(from.at("models").as_int_in(kMinIndex, kMaxIndex))};
     if (fused.models < 1)
@@ -181,24 +185,24 @@ Op read_op(const fast_json::Node& node, std::int64_t index)
   if (op.split_of && op.fused_from)
     node.fail("an op is either split_of or fused_from another, not both");
   // A derived op may leave its time to trace_with_extras (from its source op).
-  op.has_time = node.has("time_s") || !(op.split_of || op.fused_from);
-  op.time_s = op.has_time ? node.at("time_s").as_number() : 0.0;
+  op.has_time = members.has("time_s") || !(op.split_of || op.fused_from);
+  op.time_s = op.has_time ? members.at("time_s").as_number() : 0.0;
   if (op.time_s < 0)
-    node.at("time_s").fail("time_s must not be negative");
-  if (node.has("cpu_time_s")) {
-    op.cpu_time_s = node.at("cpu_time_s").as_number();
+    members.at("time_s").fail("time_s must not be negative");
+  if (members.has("cpu_time_s")) {
+    op.cpu_time_s = members.at("cpu_time_s").as_number();
     if (*op.cpu_time_s < 0)
-      node.at("cpu_time_s").fail("cpu_time_s must not be negative");
+      members.at("cpu_time_s").fail("cpu_time_s must not be negative");
   }
-  op.iteration = static_cast<int>(node.get_int_in("iteration", 0, kMinIndex, kMaxIndex));
+  op.iteration = static_cast<int>(members.get_int_in("iteration", 0, kMinIndex, kMaxIndex));
   if (op.iteration < 0)
-    node.at("iteration").fail("iteration must not be negative");
-  if (node.has("flops"))
-    op.flops = node.at("flops").as_non_negative();
-  if (node.has("bytes_accessed"))
-    op.bytes_accessed = node.at("bytes_accessed").as_non_negative();
-  if (node.has("split")) {
-    auto split = node.at("split");
+    members.at("iteration").fail("iteration must not be negative");
+  if (members.has("flops"))
+    op.flops = members.at("flops").as_non_negative();
+  if (members.has("bytes_accessed"))
+    op.bytes_accessed = members.at("bytes_accessed").as_non_negative();
+  if (members.has("split")) {
+    auto split = members.at("split");
     for (std::size_t i = 0; i < split.size(); ++i)
       op.split.push_back(split.item(i).as_string());
   }
