@@ -54,6 +54,9 @@ TEST(MuTwoPartitions, ThePapersExampleForEightModels)
   EXPECT_EQ(candidate_partitions(5, "paper", true), (std::vector<std::vector<int>>{{5}, {2, 2, 1}, {1, 1, 1, 1, 1}}));
   EXPECT_EQ(all_partitions(4), (std::vector<std::vector<int>>{{3, 1}, {2, 2}, {2, 1, 1}, {1, 1, 1, 1}}));
   EXPECT_EQ(candidate_partitions(3, "none", true), (std::vector<std::vector<int>>{{3}}));
+  EXPECT_EQ(candidate_partitions(4, "finest", false), (std::vector<std::vector<int>>{{1, 1, 1, 1}}));
+  EXPECT_EQ(candidate_partitions(3, "finest", true), (std::vector<std::vector<int>>{{3}, {1, 1, 1}}));
+  EXPECT_EQ(candidate_partitions(1, "finest", false), (std::vector<std::vector<int>>{{1}}));
 }
 
 TEST(MuTwoRing, UnrollsIterationsSharingWeights)

@@ -241,8 +241,9 @@ MEMSIM_REGISTER_PLANNER(
     {planning::models_param<MuTwoOptions>(), planning::fusion_param<MuTwoOptions>(),
      param("partitions", &MuTwoOptions::partitions,
            "paper = the sizes of the paper's example rule (N = 8: 4+4, 3+3+1+1, 2+2+2+2, 1x8); all = every partition "
-           "into two or more sub-arrays; none = only {N} (with include_full_fusion: HFTA+Capuchin's schedule)",
-           {.choices = {"paper", "all", "none"}}),
+           "into two or more sub-arrays; finest = only N one-model sub-arrays (the smallest working set: the probe for "
+           "how many models fit); none = only {N} (with include_full_fusion: HFTA+Capuchin's schedule)",
+           {.choices = {"paper", "all", "finest", "none"}}),
      param("include_full_fusion", &MuTwoOptions::include_full_fusion,
            "also try the single sub-array {N} (no multiplexing: HFTA+Capuchin's schedule)"),
      param("pair_mode", &MuTwoOptions::pair_mode,

@@ -59,9 +59,13 @@ std::vector<std::vector<int>> candidate_partitions(int models, const std::string
   std::vector<std::vector<int>> result;
   if (include_full_fusion || models == 1)
     result.push_back({models});
-  const std::vector<std::vector<int>> split = rule == "all"    ? all_partitions(models)
-                                              : rule == "none" ? std::vector<std::vector<int>>{}
-                                                               : paper_partitions(models);
+  std::vector<std::vector<int>> split;
+  if (rule == "all")
+    split = all_partitions(models);
+  else if (rule == "finest" && models >= 2)
+    split.push_back(std::vector<int>(static_cast<std::size_t>(models), 1));
+  else if (rule == "paper")
+    split = paper_partitions(models);
   result.insert(result.end(), split.begin(), split.end());
   return result;
 }

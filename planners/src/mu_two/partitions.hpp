@@ -16,7 +16,8 @@ std::vector<std::vector<int>> paper_partitions(int models);
 // order.
 std::vector<std::vector<int>> all_partitions(int models);
 
-// "paper", "all" or "none" (no split), with the single sub-array {N} first when `include_full_fusion` (A5).
+// "paper", "all", "finest" (only N sub-arrays of one model: the smallest working set) or "none" (no split), with the
+// single sub-array {N} first when `include_full_fusion` (A5).
 std::vector<std::vector<int>> candidate_partitions(int models, const std::string& rule, bool include_full_fusion);
 
 std::string partition_text(const std::vector<int>& sizes); // "3+3+1+1"
