@@ -22,6 +22,13 @@ def seconds(row):
     return float(row["steady_iteration_time_s"] or row["iteration_time_s"]) if row["feasible"] == "true" else None
 
 
+def a100_ideal(*tables):
+    """(workload, k) -> t_k, the k-fused trace's compute time on the A100: a cell's ideal_time_s is its N-fused
+    trace's compute time through the cost model (whatever the planner, link or feasibility)."""
+    return {(workload, n): float(row["ideal_time_s"]) for cells in tables
+            for (workload, n, _, _), row in cells.items()}
+
+
 def fusion_gains(path):
     gains = {}
     for row in csv.DictReader(open(path)):
@@ -94,6 +101,55 @@ def fig9(cells, link):
                   f"{pair('swap_overlap_fraction')} | {mu_two['partition']} |")
 
 
+def breakdown(row):
+    """(useful compute, recompute, stall) seconds per steady iteration, or None for an infeasible cell.
+
+    The columns are totals over the whole simulated run (iteration_time_s = compute_busy_s + stall_time_s on the one
+    compute stream; compute_busy_s includes the recompute). Recompute and stall are taken per cycle (total /
+    iterations) and the rest of the steady iteration is useful compute: mu-two's rings run three cycles, and the
+    first one's extra length is the prologue's forward, pure compute (so useful compute comes out as the sum of the
+    sub-arrays' fused compute times: check_useful_compute). One-iteration plans are exact either way."""
+    if row["feasible"] != "true":
+        return None
+    cycles = int(row["iterations"])
+    recompute, stall = float(row["recompute_time_s"]) / cycles, float(row["stall_time_s"]) / cycles
+    return (seconds(row) - recompute - stall, recompute, stall)
+
+
+def check_useful_compute(cells, a100_ideal):
+    """Every feasible cell's useful compute per steady iteration is the sum of its sub-arrays' fused compute times
+    (ideal_time_s of the k-fused cells), where every k of its partition was swept."""
+    for (workload, n, planner, link), row in cells.items():
+        part = breakdown(row)
+        ks = [int(k) for k in row["partition"].split("+")] if part else []
+        if part and all((workload, k) in a100_ideal for k in ks):
+            expected = sum(a100_ideal[(workload, k)] for k in ks)
+            if abs(part[0] - expected) > 1e-9 * expected:
+                sys.exit(f"{workload} N={n} {planner} at {link:g} B/s: useful compute {part[0]} is not the sum of "
+                         f"its sub-arrays' compute {expected}: the Fig. 9a reading does not hold")
+
+
+def fig9a(cells, link):
+    print("| workload | N | hfta: compute / recompute / stall (s) | hfta-capuchin: compute / recompute / stall (s) | "
+          "mu-two: compute / recompute / stall (s) | mu-two partition | useful compute / hfta's: capuchin / mu-two |")
+    print("| --- | ---: | --- | --- | --- | --- | --- |")
+    for workload in workloads(cells):
+        for n in sorted({key[1] for key in cells if key[0] == workload}):
+            row = {p: cells.get((workload, n, p, link)) for p in PLANNERS}
+            if any(r is None for r in row.values()) or float(row["hfta-capuchin"]["excess_peak_ratio"]) <= 1:
+                continue
+            parts = {p: breakdown(row[p]) for p in PLANNERS}
+
+            def shown(part):
+                return "infeasible" if part is None else " / ".join(f"{value:.4f}" for value in part)
+
+            def against_hfta(part):
+                return "–" if part is None or parts["hfta"] is None else f"{part[0] / parts['hfta'][0]:.3f}"
+            print(f"| {workload} | {n} | {shown(parts['hfta'])} | {shown(parts['hfta-capuchin'])} | "
+                  f"{shown(parts['mu-two'])} | {row['mu-two']['partition']} | "
+                  f"{against_hfta(parts['hfta-capuchin'])} / {against_hfta(parts['mu-two'])} |")
+
+
 def links(cells, baseline):
     speeds = sorted({key[3] for key in cells})
     print("| workload | N | planner | " + " | ".join(f"{s / 1e9:.0f} GB/s (s)" for s in speeds) +
@@ -116,12 +172,17 @@ def main():
     cells = load(sys.argv[1])
     link_cells = load(sys.argv[2])
     gains = fusion_gains(sys.argv[3])
+    ideal = a100_ideal(cells, link_cells)
+    check_useful_compute(cells, ideal)
+    check_useful_compute(link_cells, ideal)
     print("## Figure 8 (24 GB/s)\n")
     fig8(cells, gains, 24e9)
     print("\n## Figure 7: GPU hours for 10,000 iterations (24 GB/s)\n")
     fig7(cells, 24e9)
     print("\n## Figure 9 (24 GB/s, N whose N-fused keep-all exceeds the GPU)\n")
     fig9(cells, 24e9)
+    print("\n## Figure 9a: iteration latency breakdown (24 GB/s, the same N; per steady iteration)\n")
+    fig9a(cells, 24e9)
     print("\n## Host link sweep\n")
     links(link_cells, cells)
 
