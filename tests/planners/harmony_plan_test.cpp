@@ -311,6 +311,66 @@ TEST(HarmonyPlan, SwitchesAndSearch)
   EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, other_u), InputError);
 }
 
+// estimator=harmony (the default) is Harmony's estimator with the authors' bandwidths; estimator=machine is the same
+// estimator with bw_swap = the slowest GPU-host route (here the 6 GB/s uplink under the 10 GB/s GPU links) and
+// bw_p2p = the slowest route of the GPU ring (10 GB/s, GPU to switch to GPU), bw_msg and time_del Harmony's. Only
+// the estimate (and the search, which ranks by it) changes, not the steps.
+TEST(HarmonyPlan, EstimatorWithTheAuthorsOrTheMachinesBandwidths)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  Machine machine = switched_machine(2);
+  ASSERT_EQ(machine.links.back().name, "sw0-host");
+  machine.links.back().bandwidth = 6e9;
+  harmony::Configuration config;
+  config.u_forward = kMicrobatch;
+  config.u_backward = kMicrobatch;
+  config.packs_forward = harmony::parse_packs("0-1", "pack_fwd");
+  config.packs_backward = harmony::parse_packs("0-1,2-3", "pack_bwd");
+  harmony::EstimatorSettings machines;
+  machines.bw_swap = 6e9;
+  machines.bw_p2p = 10e9;
+  const nlohmann::json base = {{"minibatch", 8}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}};
+  for (const char* planner : {"harmony-pp", "harmony-dp"}) {
+    const harmony::Mode mode = std::string(planner) == "harmony-pp" ? harmony::Mode::pp : harmony::Mode::dp;
+    nlohmann::json authors_params = base;
+    authors_params["estimator"] = "harmony";
+    nlohmann::json machine_params = base;
+    machine_params["estimator"] = "machine";
+    const Plan by_default = harmony_plan(planner, trace, machine, base);
+    const Plan authors = harmony_plan(planner, trace, machine, authors_params);
+    const Plan measured = harmony_plan(planner, trace, machine, machine_params);
+    EXPECT_EQ(plan_to_json(by_default).dump(), plan_to_json(authors).dump()) << planner;
+    ASSERT_TRUE(authors.estimate.iteration_time_s && measured.estimate.iteration_time_s);
+    EXPECT_DOUBLE_EQ(*authors.estimate.iteration_time_s, harmony::estimate(profile, 2, 8, mode, config).iteration_s)
+        << planner;
+    EXPECT_DOUBLE_EQ(*measured.estimate.iteration_time_s,
+                     harmony::estimate(profile, 2, 8, mode, config, machines).iteration_s)
+        << planner;
+    EXPECT_NE(*measured.estimate.iteration_time_s, *authors.estimate.iteration_time_s) << planner;
+    EXPECT_EQ(by_default.params["estimator"], "harmony");
+    EXPECT_DOUBLE_EQ(authors.params["estimator_settings"]["bw_swap"].get<double>(),
+                     harmony::EstimatorSettings{}.bw_swap);
+    EXPECT_EQ(measured.params["estimator"], "machine");
+    EXPECT_DOUBLE_EQ(measured.params["estimator_settings"]["bw_swap"].get<double>(), 6e9);
+    EXPECT_DOUBLE_EQ(measured.params["estimator_settings"]["bw_p2p"].get<double>(), 10e9);
+    EXPECT_EQ(plan_to_json(measured).at("steps"), plan_to_json(authors).at("steps")) << planner;
+
+    nlohmann::json searched = {{"minibatch", 8}, {"search", true}, {"memory_cap", 60e6}, {"estimator", "machine"}};
+    harmony::SearchSettings settings;
+    settings.memory_cap = 60e6;
+    settings.estimator = machines;
+    const auto expected = harmony::search(profile, 2, 8, mode, settings);
+    ASSERT_TRUE(expected);
+    EXPECT_DOUBLE_EQ(*harmony_plan(planner, trace, machine, searched).estimate.iteration_time_s,
+                     expected->estimate.iteration_s)
+        << planner;
+  }
+  nlohmann::json unknown = base;
+  unknown["estimator"] = "simgrid";
+  EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, unknown), InputError);
+}
+
 // DP Swap, N = 2, D = 8: m = 2 microbatches per GPU. Per GPU W in twice per microbatch (forward, backward), dW in
 // from the second microbatch and out after each, then W in, dW in and W out for the update: (4m + 2)|W| per GPU,
 // with and without recompute (which only changes the activations' traffic).
