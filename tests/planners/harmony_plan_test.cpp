@@ -371,6 +371,56 @@ TEST(HarmonyPlan, EstimatorWithTheAuthorsOrTheMachinesBandwidths)
   EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, unknown), InputError);
 }
 
+// uniform_profile with a last layer without weights, optimizer state or update (Harmony's criterion layer).
+LayerProfile criterion_profile(std::size_t layers)
+{
+  LayerProfile profile = uniform_profile(layers);
+  ProfiledLayer& criterion = profile.layers.back();
+  criterion.weight_bytes = 0;
+  criterion.optimizer_state_bytes = 0;
+  criterion.cpu_update_s = 0;
+  ProfiledMicrobatch& sample = profile.microbatches.at(kMicrobatch);
+  sample.forward_peak_bytes.back() = static_cast<std::int64_t>(6 * kMB);
+  sample.backward_peak_bytes.back() = static_cast<std::int64_t>(12 * kMB);
+  return profile;
+}
+
+// When the last backward pack (the loss task, which runs its own forward) has no weights, the exact volumes of spec
+// §1.8 become the paper's forms: pp 3|W| (W in for the forward and the backward, dW out once), dp with
+// gradient_out=every_rank 3N|W|, and the authors' code (rank 0 alone swaps dW out) (2N + 1)|W|. R = 5: P_F = {0-1,
+// 2-3}, P_B = {0-1, 2-3, 4}, D = 8, N = 2 and 4.
+TEST(HarmonyPlan, WeightlessLossPackGivesThePapersVolumes)
+{
+  const LayerProfile profile = criterion_profile(5);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const std::uint64_t W = total_weight(profile);
+  ASSERT_EQ(total_weight(profile, 4), 0u);
+  const nlohmann::json params = {{"minibatch", 8}, {"pack_fwd", "0-1,2-3"}, {"pack_bwd", "0-1,2-3,4"}};
+  for (int n : {2, 4}) {
+    const auto N = static_cast<std::uint64_t>(n);
+    const Machine machine = switched_machine(n);
+    const Runs pp = simulate_both(trace, machine, harmony_plan("harmony-pp", trace, machine, params));
+    nlohmann::json paper = params;
+    paper["gradient_out"] = "every_rank";
+    const Runs dp_paper = simulate_both(trace, machine, harmony_plan("harmony-dp", trace, machine, paper));
+    const Runs dp_code = simulate_both(trace, machine, harmony_plan("harmony-dp", trace, machine, params));
+    for (const Runs* runs : {&pp, &dp_paper, &dp_code})
+      for (const RunResult* run : {&runs->fast, &runs->simgrid}) {
+        const std::uint64_t in = sum(bytes_per_device(*run, StepKind::prefetch, "w.", n));
+        const std::uint64_t out = sum(bytes_per_device(*run, StepKind::offload, "dw.", n));
+        const std::uint64_t moved = sum(weight_traffic(*run, n));
+        if (runs == &pp) {
+          EXPECT_EQ(in, 2 * W) << n;
+          EXPECT_EQ(out, W) << n;
+          EXPECT_EQ(moved, 3 * W) << n;
+        } else {
+          EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "w.", n), std::vector<std::uint64_t>(N, 2 * W)) << n;
+          EXPECT_EQ(moved, runs == &dp_paper ? 3 * N * W : (2 * N + 1) * W) << n;
+        }
+      }
+  }
+}
+
 // DP Swap, N = 2, D = 8: m = 2 microbatches per GPU. Per GPU W in twice per microbatch (forward, backward), dW in
 // from the second microbatch and out after each, then W in, dW in and W out for the update: (4m + 2)|W| per GPU,
 // with and without recompute (which only changes the activations' traffic).
