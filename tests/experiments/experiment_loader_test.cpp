@@ -459,6 +459,33 @@ TEST_F(LoaderTest, ModelsSweepGivesHftaTheSingleModel)
   EXPECT_NEAR(*results[5].metrics.samples_per_s, 5 * *results[0].metrics.samples_per_s * t1 / (2 * t2 + t1), 1e-6);
 }
 
+// excess_peak_ratio (Fig. 9d) = the cell's configuration's keep-all peak / GPU memory. chain4's keep-all peak is
+// 30 MB, during l2.bwd: weights 4 MB + input 4 MB + activations a0..a2 12 MB + gradients g3, g2 8 MB + weight
+// gradients dw3, dw2 2 MB (a3 and the loss died with l3.bwd). The machine has 1 GiB. keep-all's configuration is the
+// whole N-fused trace (N x 30 MB, also when it does not fit); hfta's is its largest fused subset (2+2+1: 2 x 30 MB).
+TEST_F(LoaderTest, ExcessPeakRatioIsTheConfigurationsKeepAllPeakOverGpuMemory)
+{
+  const double single_peak = 30e6;
+  const double gpu_memory = 1024.0 * 1024.0 * 1024.0;
+  const auto budget = static_cast<std::uint64_t>(2.5 * single_peak);
+  Experiment experiment = load(head() + "planners: [keep-all, hfta]\nengine: fast\n" +
+                               fmt::format("sweep: {{models: [1, 5], budget: [{}]}}\n", budget));
+  ASSERT_EQ(experiment.workloads[0].default_peak_bytes, 30'000'000u);
+  materialize_workloads(experiment, scratch_.path() / "out");
+  const std::vector<Cell> cells = expand_cells(experiment);
+  ASSERT_EQ(cells.size(), 4u); // k1, k5 x keep-all, hfta
+  std::vector<CellResult> results;
+  for (const Cell& cell : cells)
+    results.push_back(run_cell(cell));
+  EXPECT_DOUBLE_EQ(results[0].excess_peak_ratio, single_peak / gpu_memory);
+  EXPECT_DOUBLE_EQ(results[1].excess_peak_ratio, single_peak / gpu_memory);
+  EXPECT_FALSE(results[2].feasible);
+  EXPECT_DOUBLE_EQ(results[2].excess_peak_ratio, 5 * single_peak / gpu_memory);
+  ASSERT_TRUE(results[3].feasible) << results[3].reason;
+  EXPECT_EQ(results[3].partition, "2+2+1");
+  EXPECT_DOUBLE_EQ(results[3].excess_peak_ratio, 2 * single_peak / gpu_memory);
+}
+
 TEST_F(LoaderTest, BatchSweepErrorsAreLocated)
 {
   const std::string planners = "planners: [keep-all]\n";

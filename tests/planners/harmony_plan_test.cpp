@@ -235,9 +235,22 @@ TEST(HarmonyPlan, DataParallelPaperVariantSwapsGradientsOutOfEveryGpu)
     EXPECT_EQ(bytes_per_device(*run, StepKind::offload, "dw.", 2), (std::vector<std::uint64_t>{W, W}));
     EXPECT_EQ(sum(weight_traffic(*run, 2)), 2 * (3 * W - last));
     EXPECT_EQ(run->metrics.peak_host_bytes, code_runs.fast.metrics.peak_host_bytes);
+    // Each layer's CPU update waits for the dW offloads of both GPUs. No iteration-time comparison with the code
+    // variant: one more offload can reorder the shared uplink either way (Fig. 10's vgg416 D = 16 runs faster with
+    // every_rank, experiments/harmony/fig10/dp-variants.csv).
+    for (std::size_t l = 0; l < 4; ++l) {
+      const std::string layer = std::to_string(l);
+      double last_offload = -1;
+      for (const StepRecord& record : run->timeline)
+        if (record.kind == StepKind::offload && record.label == "dw." + layer)
+          last_offload = std::max(last_offload, record.end_s);
+      ASSERT_GE(last_offload, 0) << l;
+      for (const StepRecord& record : run->timeline)
+        if (record.label == "upd." + layer) {
+          EXPECT_GE(record.start_s, last_offload) << l;
+        }
+    }
   }
-  // The updates wait for both offloads: never earlier than with one.
-  EXPECT_GE(runs.fast.metrics.iteration_time_s, code_runs.fast.metrics.iteration_time_s);
   // pp has one copy of each pack: the switch changes nothing there.
   nlohmann::json pp = paper;
   pp["pack_fwd"] = "0-1";
@@ -284,7 +297,12 @@ TEST(HarmonyPlan, SwitchesAndSearch)
 
   nlohmann::json searched = {{"minibatch", 8}, {"search", true}, {"memory_cap", 60e6}};
   const Plan found = harmony_plan("harmony-pp", trace, machine, searched);
-  EXPECT_EQ(found.params["configuration"]["u_fwd"], kMicrobatch);
+  harmony::SearchSettings search_settings;
+  search_settings.memory_cap = 60e6;
+  const auto expected = harmony::search(profile, 2, 8, harmony::Mode::pp, search_settings);
+  ASSERT_TRUE(expected);
+  EXPECT_EQ(found.params["configuration"]["pack_fwd"], harmony::format_packs(expected->best.packs_forward));
+  EXPECT_EQ(found.params["configuration"]["pack_bwd"], harmony::format_packs(expected->best.packs_backward));
   EXPECT_FALSE(simulate_both(trace, machine, found).fast.error);
 
   // Without grouping W comes in once per microbatch (4 of them); dW still goes out once.
@@ -309,6 +327,195 @@ TEST(HarmonyPlan, SwitchesAndSearch)
   nlohmann::json other_u = base;
   other_u["u_fwd"] = 4;
   EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, other_u), InputError);
+}
+
+// estimator=harmony (the default) is Harmony's estimator with the authors' bandwidths; estimator=machine is the same
+// estimator with bw_swap = the slowest GPU-host route (here the 6 GB/s uplink under the 10 GB/s GPU links) and
+// bw_p2p = the slowest route of the GPU ring (10 GB/s, GPU to switch to GPU), bw_msg and time_del Harmony's. Only
+// the estimate (and the search, which ranks by it) changes, not the steps.
+TEST(HarmonyPlan, EstimatorWithTheAuthorsOrTheMachinesBandwidths)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  Machine machine = switched_machine(2);
+  ASSERT_EQ(machine.links.back().name, "sw0-host");
+  machine.links.back().bandwidth = 6e9;
+  harmony::Configuration config;
+  config.u_forward = kMicrobatch;
+  config.u_backward = kMicrobatch;
+  config.packs_forward = harmony::parse_packs("0-1", "pack_fwd");
+  config.packs_backward = harmony::parse_packs("0-1,2-3", "pack_bwd");
+  harmony::EstimatorSettings machines;
+  machines.bw_swap = 6e9;
+  machines.bw_p2p = 10e9;
+  const nlohmann::json base = {{"minibatch", 8}, {"pack_fwd", "0-1"}, {"pack_bwd", "0-1,2-3"}};
+  for (const char* planner : {"harmony-pp", "harmony-dp"}) {
+    const harmony::Mode mode = std::string(planner) == "harmony-pp" ? harmony::Mode::pp : harmony::Mode::dp;
+    nlohmann::json authors_params = base;
+    authors_params["estimator"] = "harmony";
+    nlohmann::json machine_params = base;
+    machine_params["estimator"] = "machine";
+    const Plan by_default = harmony_plan(planner, trace, machine, base);
+    const Plan authors = harmony_plan(planner, trace, machine, authors_params);
+    const Plan measured = harmony_plan(planner, trace, machine, machine_params);
+    EXPECT_EQ(plan_to_json(by_default).dump(), plan_to_json(authors).dump()) << planner;
+    ASSERT_TRUE(authors.estimate.iteration_time_s && measured.estimate.iteration_time_s);
+    EXPECT_DOUBLE_EQ(*authors.estimate.iteration_time_s, harmony::estimate(profile, 2, 8, mode, config).iteration_s)
+        << planner;
+    EXPECT_DOUBLE_EQ(*measured.estimate.iteration_time_s,
+                     harmony::estimate(profile, 2, 8, mode, config, machines).iteration_s)
+        << planner;
+    EXPECT_NE(*measured.estimate.iteration_time_s, *authors.estimate.iteration_time_s) << planner;
+    EXPECT_EQ(by_default.params["estimator"], "harmony");
+    EXPECT_DOUBLE_EQ(authors.params["estimator_settings"]["bw_swap"].get<double>(),
+                     harmony::EstimatorSettings{}.bw_swap);
+    EXPECT_EQ(measured.params["estimator"], "machine");
+    EXPECT_DOUBLE_EQ(measured.params["estimator_settings"]["bw_swap"].get<double>(), 6e9);
+    EXPECT_DOUBLE_EQ(measured.params["estimator_settings"]["bw_p2p"].get<double>(), 10e9);
+    EXPECT_EQ(plan_to_json(measured).at("steps"), plan_to_json(authors).at("steps")) << planner;
+
+    nlohmann::json searched = {{"minibatch", 8}, {"search", true}, {"memory_cap", 60e6}, {"estimator", "machine"}};
+    harmony::SearchSettings settings;
+    settings.memory_cap = 60e6;
+    settings.estimator = machines;
+    const auto expected = harmony::search(profile, 2, 8, mode, settings);
+    ASSERT_TRUE(expected);
+    EXPECT_DOUBLE_EQ(*harmony_plan(planner, trace, machine, searched).estimate.iteration_time_s,
+                     expected->estimate.iteration_s)
+        << planner;
+  }
+  nlohmann::json unknown = base;
+  unknown["estimator"] = "simgrid";
+  EXPECT_THROW(harmony_plan("harmony-pp", trace, machine, unknown), InputError);
+}
+
+// uniform_profile with a last layer without weights, optimizer state or update (Harmony's criterion layer).
+LayerProfile criterion_profile(std::size_t layers)
+{
+  LayerProfile profile = uniform_profile(layers);
+  ProfiledLayer& criterion = profile.layers.back();
+  criterion.weight_bytes = 0;
+  criterion.optimizer_state_bytes = 0;
+  criterion.cpu_update_s = 0;
+  ProfiledMicrobatch& sample = profile.microbatches.at(kMicrobatch);
+  sample.forward_peak_bytes.back() = static_cast<std::int64_t>(6 * kMB);
+  sample.backward_peak_bytes.back() = static_cast<std::int64_t>(12 * kMB);
+  return profile;
+}
+
+// When the last backward pack (the loss task, which runs its own forward) has no weights, the exact volumes of spec
+// §1.8 become the paper's forms: pp 3|W| (W in for the forward and the backward, dW out once), dp with
+// gradient_out=every_rank 3N|W|, and the authors' code (rank 0 alone swaps dW out) (2N + 1)|W|. R = 5: P_F = {0-1,
+// 2-3}, P_B = {0-1, 2-3, 4}, D = 8, N = 2 and 4.
+TEST(HarmonyPlan, WeightlessLossPackGivesThePapersVolumes)
+{
+  const LayerProfile profile = criterion_profile(5);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const std::uint64_t W = total_weight(profile);
+  ASSERT_EQ(total_weight(profile, 4), 0u);
+  const nlohmann::json params = {{"minibatch", 8}, {"pack_fwd", "0-1,2-3"}, {"pack_bwd", "0-1,2-3,4"}};
+  for (int n : {2, 4}) {
+    const auto N = static_cast<std::uint64_t>(n);
+    const Machine machine = switched_machine(n);
+    const Runs pp = simulate_both(trace, machine, harmony_plan("harmony-pp", trace, machine, params));
+    nlohmann::json paper = params;
+    paper["gradient_out"] = "every_rank";
+    const Runs dp_paper = simulate_both(trace, machine, harmony_plan("harmony-dp", trace, machine, paper));
+    const Runs dp_code = simulate_both(trace, machine, harmony_plan("harmony-dp", trace, machine, params));
+    for (const Runs* runs : {&pp, &dp_paper, &dp_code})
+      for (const RunResult* run : {&runs->fast, &runs->simgrid}) {
+        const std::uint64_t in = sum(bytes_per_device(*run, StepKind::prefetch, "w.", n));
+        const std::uint64_t out = sum(bytes_per_device(*run, StepKind::offload, "dw.", n));
+        const std::uint64_t moved = sum(weight_traffic(*run, n));
+        if (runs == &pp) {
+          EXPECT_EQ(in, 2 * W) << n;
+          EXPECT_EQ(out, W) << n;
+          EXPECT_EQ(moved, 3 * W) << n;
+        } else {
+          EXPECT_EQ(bytes_per_device(*run, StepKind::prefetch, "w.", n), std::vector<std::uint64_t>(N, 2 * W)) << n;
+          EXPECT_EQ(moved, runs == &dp_paper ? 3 * N * W : (2 * N + 1) * W) << n;
+        }
+      }
+  }
+}
+
+// Steps of one kind on `device` whose label starts with `prefix`.
+std::vector<StepRecord> records(const RunResult& run, StepKind kind, const std::string& prefix, int device)
+{
+  std::vector<StepRecord> found;
+  for (const StepRecord& record : run.timeline)
+    if (record.kind == kind && record.device == device && record.label.rfind(prefix, 0) == 0)
+      found.push_back(record);
+  return found;
+}
+
+// The latest end, on the W load's GPU, of what the tasks before it there did: computes, and W and dW moved or freed
+// (steps are emitted in Harmony's task order, so the earlier tasks' steps on that GPU have smaller ids).
+double previous_tasks_end(const RunResult& run, const StepRecord& load)
+{
+  double end = 0;
+  for (const StepRecord& record : run.timeline) {
+    const bool computed = record.kind == StepKind::compute || record.kind == StepKind::recompute;
+    const bool weights = record.label.rfind("w.", 0) == 0 || record.label.rfind("dw.", 0) == 0;
+    if (record.device == load.device && record.step < load.step && (computed || weights))
+      end = std::max(end, record.end_s);
+  }
+  return end;
+}
+
+// One-layer packs, R = 6, N = 2, D = 4 (two microbatches): rank 1 runs FWD[1], FWD[3], BWD[5] (the loss task) and
+// BWD[3] in a row. prefetch=false (Harmony's estimator's rule): every task's W load starts after the previous task
+// on its GPU has ended, its computes done and its W and dW freed (the dW offload of a backward included); with
+// prefetch (the default) it waits only for the computes, so BWD[3]'s W comes in while BWD[5]'s dW goes out.
+// jit_update=false: every CPU update starts after the last backward ends; with it (the default) the packs done
+// first update during the rest of the backward.
+TEST(HarmonyPlan, PrefetchAndJitUpdateSwitchesMoveTheSteps)
+{
+  const LayerProfile profile = uniform_profile(6);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  const nlohmann::json base = {{"minibatch", 4}, {"pack_fwd", "0,1,2,3,4"}, {"pack_bwd", "0,1,2,3,4,5"}};
+  for (bool prefetch : {false, true}) {
+    nlohmann::json params = base;
+    params["prefetch"] = prefetch;
+    const Runs runs = simulate_both(trace, machine, harmony_plan("harmony-pp", trace, machine, params));
+    for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+      std::size_t early = 0;
+      std::size_t loads = 0;
+      for (int device = 0; device < 2; ++device)
+        for (const StepRecord& load : records(*run, StepKind::prefetch, "w.", device)) {
+          const double previous = previous_tasks_end(*run, load);
+          ++loads;
+          if (load.start_s < previous - 1e-12)
+            ++early;
+          if (!prefetch) {
+            EXPECT_GE(load.start_s, previous - 1e-12) << load.label << " on GPU " << device;
+          }
+        }
+      EXPECT_EQ(loads, 11u); // 5 forward and 6 backward tasks, one layer of W each
+      if (prefetch) {
+        EXPECT_GT(early, 0u);
+      }
+    }
+  }
+  for (bool jit_update : {false, true}) {
+    nlohmann::json params = base;
+    params["jit_update"] = jit_update;
+    const Runs runs = simulate_both(trace, machine, harmony_plan("harmony-pp", trace, machine, params));
+    for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+      double backward_end = 0;
+      for (int device = 0; device < 2; ++device)
+        for (const StepRecord& record : records(*run, StepKind::compute, "bwd.", device))
+          backward_end = std::max(backward_end, record.end_s);
+      const std::vector<StepRecord> updates = records(*run, StepKind::compute, "upd.", kHostDevice);
+      ASSERT_EQ(updates.size(), 6u);
+      std::size_t during_backward = 0;
+      for (const StepRecord& update : updates)
+        if (update.start_s < backward_end)
+          ++during_backward;
+      EXPECT_EQ(during_backward > 0, jit_update);
+    }
+  }
 }
 
 // DP Swap, N = 2, D = 8: m = 2 microbatches per GPU. Per GPU W in twice per microbatch (forward, backward), dW in

@@ -188,7 +188,9 @@ TEST(MuTwo, SequentialPairsFitMoreModelsWhenWeightsDominate)
   const Plan two = plan_with("mu-two", chain, kOnePairBudget, {{"models", 2}, {"include_full_fusion", false}});
   EXPECT_EQ(fast_run(chain, two).metrics.peak_device_bytes, kOnePairPeak);
   EXPECT_THROW((void)plan_with("mu-two", chain, kOnePairBudget, {{"models", 3}}), Infeasible);
-  // Three: the pair 1+1, then the third model alone (FW then BW; 61 MB + 24 MB).
+  // Three: the pair 1+1, then the third model alone (FW then BW; 61 MB + 24 MB), as many iterations as the pair's
+  // cycles, so that after the pair's first cycle (which holds its prologue) every iteration is the pair's period plus
+  // the lone model's.
   const Plan three = plan_with("mu-two", chain, kOnePairBudget, {{"models", 3}, {"pair_mode", "sequential"}});
   EXPECT_EQ(three.params["pairs"], nlohmann::json::array({"1+1", "1"}));
   const double launch = test::one_gpu_machine().gpus[0].kernel_launch_s;
@@ -196,6 +198,9 @@ TEST(MuTwo, SequentialPairsFitMoreModelsWhenWeightsDominate)
   for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
     ASSERT_TRUE(run->metrics.feasible) << (run->error ? run->error->message : "");
     EXPECT_NEAR(run->metrics.steady_iteration_time_s, 3 * (0.010 + 7 * launch), 1e-9);
+    ASSERT_EQ(run->metrics.iteration_times_s.size(), 3u);
+    for (std::size_t i : {1u, 2u})
+      EXPECT_NEAR(run->metrics.iteration_times_s[i], 3 * (0.010 + 7 * launch), 1e-9) << i;
     EXPECT_EQ(run->metrics.peak_device_bytes, kOnePairPeak);
   }
   test::expect_engines_agree(runs);

@@ -4,6 +4,7 @@
 // (layer_profile_from_traces), so the plan and its `estimate` describe the same workload. With `profile` (the file the
 // trace was generated from, checked against it) U_F and U_B may be any sizes the profile covers: the search runs
 // over them and the chains at sizes other than the trace's come from the profile (microbatch_chain.hpp).
+// `estimator` picks the bandwidths of the plan's `estimate` (and of the search): Harmony's defaults or the machine's.
 #include "microbatch_chain.hpp"
 #include "plan_emission.hpp"
 #include "task_graph.hpp"
@@ -16,6 +17,9 @@
 #include "memsim/traces/layer_chain.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
 
 namespace memsim::harmony {
 namespace {
@@ -36,7 +40,39 @@ struct HarmonyOptions {
   bool prefetch = true;
   bool optimizer_offload = true;
   std::string gradient_out = "updater";
+  std::string estimator = "harmony";
 };
+
+// Bytes/s of the slowest link on the route between two nodes of the machine.
+double route_bandwidth(const Machine& machine, const std::string& from, const std::string& to)
+{
+  double slowest = std::numeric_limits<double>::infinity();
+  for (const RouteHop& hop : machine.route(from, to))
+    slowest = std::min(slowest, machine.links.at(hop.link).bandwidth);
+  return slowest;
+}
+
+// Harmony's estimator with the machine's bandwidths: bw_swap the slowest host route of the N GPUs (the estimator
+// still shares it statically, bw_swap / N), bw_p2p the slowest route of the ring rank r -> r + 1 mod N (pp's
+// wrap-around sends and dp's all-reduce go around it). bw_msg and time_del stay Harmony's: the machine has no
+// figure for a process's host-memory messages or for freeing a task's tensors.
+EstimatorSettings estimator_settings(const std::string& estimator, const Machine& machine, int gpus)
+{
+  EstimatorSettings settings;
+  if (estimator == "harmony")
+    return settings;
+  settings.bw_swap = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < gpus; ++r)
+    settings.bw_swap = std::min(settings.bw_swap, machine.host_link_bandwidth(static_cast<std::size_t>(r)));
+  if (gpus > 1) {
+    settings.bw_p2p = std::numeric_limits<double>::infinity();
+    for (int r = 0; r < gpus; ++r)
+      settings.bw_p2p =
+          std::min(settings.bw_p2p, route_bandwidth(machine, machine.gpus.at(static_cast<std::size_t>(r)).name,
+                                                    machine.gpus.at(static_cast<std::size_t>((r + 1) % gpus)).name));
+  }
+  return settings;
+}
 
 void not_yet(bool supported, const char* what)
 {
@@ -78,6 +114,7 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
                      fmt::format("{} GPUs asked, machine '{}' has {}", gpus, machine.name, machine.gpus.size()));
   if (options.minibatch <= 0)
     throw InputError("minibatch", "the minibatch size D is required");
+  const EstimatorSettings estimator = estimator_settings(options.estimator, machine, gpus);
   const bool have_profile = !options.profile.empty();
   const LayerProfile profile =
       have_profile ? load_layer_profile(options.profile) : layer_profile_from_traces({{trace.name, trace}});
@@ -87,6 +124,7 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
   std::string how = "given";
   if (options.search) {
     SearchSettings settings;
+    settings.estimator = estimator;
     settings.memory_cap = options.memory_cap > 0 ? options.memory_cap : static_cast<double>(request.budget_bytes);
     const std::optional<SearchResult> found = search(profile, gpus, options.minibatch, mode, settings);
     if (!found)
@@ -121,7 +159,7 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
                              .optimizer_offload = options.optimizer_offload,
                              .every_rank_swaps_gradients = options.gradient_out == "every_rank"},
             plan);
-  const Estimate estimated = estimate(profile, gpus, options.minibatch, mode, config);
+  const Estimate estimated = estimate(profile, gpus, options.minibatch, mode, config, estimator);
   plan.estimate.iteration_time_s = estimated.iteration_s;
   double memory = 0;
   for (double bytes : estimated.rank_memory_bytes)
@@ -134,6 +172,11 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
                                   {"pack_fwd", format_packs(config.packs_forward)},
                                   {"pack_bwd", format_packs(config.packs_backward)},
                                   {"chosen_by", how}};
+  // The registry records `estimator` itself; these are the values it stood for.
+  plan.params["estimator_settings"] = {{"bw_swap", estimator.bw_swap},
+                                       {"bw_p2p", estimator.bw_p2p},
+                                       {"bw_msg", estimator.bw_msg},
+                                       {"time_del", estimator.time_del}};
   return plan;
 }
 
@@ -175,7 +218,13 @@ ParamList<HarmonyOptions> harmony_params()
       param("gradient_out", &O::gradient_out,
             "dp with the CPU update: who swaps the all-reduced dW out: updater (rank 0, the authors' code: (2N+1)|W| "
             "of weight traffic) or every_rank (the paper's 3N|W|)",
-            {.choices = {"updater", "every_rank"}})};
+            {.choices = {"updater", "every_rank"}}),
+      param("estimator", &O::estimator,
+            "the plan's `estimate` and the search: Harmony's estimator (static swap share bw_swap/N, uncontended p2p, "
+            "time_del per task, prefetch off) with the authors' bandwidths (harmony: 11.5 GiB/s swap, 8.2 GiB/s "
+            "p2p) or the machine's (machine: bw_swap the slowest GPU-host route, bw_p2p the slowest route of the "
+            "GPU ring)",
+            {.choices = {"harmony", "machine"}})};
 }
 
 } // namespace

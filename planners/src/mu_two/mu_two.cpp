@@ -111,7 +111,8 @@ double append_ring(Plan& plan, const Trace& trace, const Machine& machine, const
 }
 
 // A sub-array without a partner (sequential pairs, an odd count): FW then BW alone, HFTA+Capuchin's schedule of its
-// fused graph, appended as `instance` in `loop`. Returns its estimated iteration.
+// fused graph, appended as `instance` in `loop` once per cycle (iteration c, a scope each: the pairs' rings run
+// `cycles` iterations, so every loop's iteration_times_s line up). Returns its estimated iteration.
 double append_alone(Plan& plan, const Trace& trace, const Machine& machine, const PlanRequest& request,
                     const MuTwoOptions& options, int size, int instance, int loop, ScheduleTotals& totals)
 {
@@ -123,7 +124,12 @@ double append_alone(Plan& plan, const Trace& trace, const Machine& machine, cons
   scheduling.idle_metric = options.metric();
   const planning::CapuchinSchedule schedule = planning::schedule_capuchin(fused, machine, scheduling);
   const planning::ExtraBlock block = planning::append_as_extras(plan, trace, fused);
-  append_scoped(plan, schedule.plan.steps, block, instance, loop);
+  for (int cycle = 0; cycle < options.cycles; ++cycle) {
+    const std::size_t first = plan.steps.size();
+    append_scoped(plan, schedule.plan.steps, block, instance, loop);
+    for (std::size_t i = first; i < plan.steps.size(); ++i)
+      plan.steps[i].iteration = cycle;
+  }
   for (const auto& choice : schedule.choices)
     ++(choice.decision == planning::Decision::swap ? totals.swaps : totals.recomputes);
   totals.swapped_bytes += schedule.swapped_bytes;
