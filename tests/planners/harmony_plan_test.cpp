@@ -1,7 +1,7 @@
 // harmony-pp, harmony-dp, dp-swap, gpipe-swap, pipedream2bw-swap, zero-infinity and zero-offload: the plans they emit
 // over a layer-chain trace of a uniform hand-made profile simulate feasible on both engines with the same times, move
 // exactly the weight bytes spec §1.8 derives for the implemented schedules, never deadlock under the wrap-around
-// binding, and are deterministic.
+// binding, receive p2p boundaries at most two microbatches ahead, and are deterministic.
 #include "engine_comparison.hpp"
 
 #include "memsim/common/error.hpp"
