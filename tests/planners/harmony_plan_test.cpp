@@ -1,7 +1,7 @@
 // harmony-pp, harmony-dp, dp-swap, gpipe-swap, pipedream2bw-swap, zero-infinity and zero-offload: the plans they emit
 // over a layer-chain trace of a uniform hand-made profile simulate feasible on both engines with the same times, move
 // exactly the weight bytes spec §1.8 derives for the implemented schedules, never deadlock under the wrap-around
-// binding, and are deterministic.
+// binding, receive p2p boundaries at most two microbatches ahead, and are deterministic.
 #include "engine_comparison.hpp"
 
 #include "memsim/common/error.hpp"
@@ -22,6 +22,8 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace memsim {
 namespace {
@@ -1190,6 +1192,63 @@ TEST(HarmonyResplit, SearchOverBothSizesAndChecks)
   slower.microbatches.at(1).forward_time_s[0] = 0.007;
   EXPECT_THROW(harmony_plan("harmony-pp", layer_chain_trace(slower, 1), machine, other), InputError);
   std::filesystem::remove(file);
+}
+
+// p2p boundaries are a rendezvous (Harmony's runtime: NCCL broadcast, the receiver posting one receive ahead with
+// prefetch, none without): a GPU holds at most two received and not yet used microbatches of a boundary (one without
+// prefetch) whatever D. pp, N = 2, R = 4, P_F = {0-1}, P_B = {0-1, 2-3}: GPU 1's loss task sends dX to GPU 0 while
+// GPU 0 still runs the whole forward task, so a send that only waited for the receiver's previous task would land
+// every dX made meanwhile on GPU 0 at once. What GPU 0 cannot take yet waits on GPU 1: with grouping and wrap-around
+// that wait grows with D on the producer (experiments/harmony/fig10/README.md gives the numbers).
+std::map<int, int> most_received_unused(const Plan& plan, const RunResult& run)
+{
+  std::map<std::pair<TensorId, int>, std::pair<int, double>> arrived; // (tensor, instance) -> (device, send start)
+  std::vector<std::tuple<double, int, int>> events;                   // (time, +1 / -1, device), frees first
+  for (const StepRecord& record : run.timeline) {
+    const Step& step = plan.steps.at(static_cast<std::size_t>(record.step));
+    if (step.kind == StepKind::send)
+      arrived[{*step.tensor, step.instance}] = {*step.peer, record.start_s};
+  }
+  for (const StepRecord& record : run.timeline) {
+    const Step& step = plan.steps.at(static_cast<std::size_t>(record.step));
+    const auto used = arrived.find({step.tensor.value_or(-1), step.instance});
+    if (step.kind != StepKind::free || used == arrived.end() || used->second.first != step.device)
+      continue;
+    events.emplace_back(used->second.second, 1, step.device);
+    events.emplace_back(record.end_s, -1, step.device);
+  }
+  std::sort(events.begin(), events.end());
+  std::map<int, int> live, most;
+  for (const auto& [time, change, device] : events)
+    most[device] = std::max(most[device], live[device] += change);
+  return most;
+}
+
+TEST(HarmonyP2pRendezvous, AGpuHoldsAtMostTwoIncomingMicrobatchesWhateverD)
+{
+  const LayerProfile profile = uniform_profile(4);
+  const Trace trace = layer_chain_trace(profile, kMicrobatch);
+  const Machine machine = switched_machine(2);
+  for (const bool prefetch : {true, false}) {
+    for (const int microbatches : {4, 16}) {
+      SCOPED_TRACE(fmt::format("prefetch={} D={}u", prefetch, microbatches));
+      const Plan plan = harmony_plan("harmony-pp", trace, machine,
+                                     {{"minibatch", microbatches * kMicrobatch},
+                                      {"pack_fwd", "0-1"},
+                                      {"pack_bwd", "0-1,2-3"},
+                                      {"prefetch", prefetch}});
+      const Runs runs = simulate_both(trace, machine, plan);
+      for (const RunResult* run : {&runs.fast, &runs.simgrid}) {
+        // Both boundaries (Y of the forward into GPU 1, dX of the loss task into GPU 0) are received one or two at a
+        // time, and every microbatch crosses each of them once.
+        const std::map<int, int> most = most_received_unused(plan, *run);
+        ASSERT_EQ(most.size(), 2u);
+        for (const auto& [device, count] : most)
+          EXPECT_LE(count, prefetch ? 2 : 1) << "GPU " << device;
+        EXPECT_EQ(run->metrics.p2p_bytes, 2u * static_cast<std::uint64_t>(microbatches) * kMicrobatch * kSample);
+      }
+    }
+  }
 }
 
 } // namespace

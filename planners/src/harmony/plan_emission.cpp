@@ -1,6 +1,7 @@
 // Harmony's task graph as a plan (plan_emission.hpp). Deadlock-free: steps are appended in global task order, so
 // every (device, stream) runs its tasks in that order and each send, offload or collective precedes (in list order
-// and in its producer's stream) the step that waits for it.
+// and in its producer's stream) the step that waits for it; a send is appended with its receive, after the consumer
+// steps it waits for, so every dependency still points back in the list.
 #include "plan_emission.hpp"
 
 #include <fmt/format.h>
@@ -111,11 +112,24 @@ private:
     return loads;
   }
 
-  // A boundary tensor arriving on `device` for instance `instance`: recv, or swap-in of the host copy.
+  // A boundary tensor arriving on `device` for instance `instance`: send and recv, or swap-in of the host copy. The
+  // send is a rendezvous, as Harmony's runtime (NCCL broadcast in 2-rank groups, runtime p2p.py): it moves when the
+  // consumer posts the receive, which it does under the same throttle as a swap-in (double-buffered with prefetch,
+  // one at a time without). Until then the tensor waits on its producer, not on the consumer: a consumer holds at
+  // most two incoming microbatches, whatever D. The first ones wait for the consumer's previous task to end.
   StepId bring_in(TensorId tensor, int instance, int device, Channel how, int from_device, Deps throttle)
   {
     if (how == Channel::p2p) {
-      return build_.recv(tensor, from_device, {sends_.at({tensor, instance})}, device, instance);
+      const auto pending = unsent_.find({tensor, instance});
+      if (pending == unsent_.end())
+        throw std::logic_error("a p2p receive before its producer");
+      Deps deps{pending->second};
+      const Deps& consumer_free = throttle.empty() ? ranks_[static_cast<std::size_t>(device)].task_done : throttle;
+      deps.insert(deps.end(), consumer_free.begin(), consumer_free.end());
+      const StepId send = build_.send(tensor, device, std::move(deps), from_device, instance);
+      build_.free(tensor, {send}, "p2p_out", from_device, instance);
+      unsent_.erase(pending);
+      return build_.recv(tensor, from_device, {send}, device, instance);
     }
     if (how != Channel::data) {
       const Deps copies = host_copy(tensor, instance);
@@ -124,16 +138,12 @@ private:
     return build_.prefetch(tensor, throttle, device, instance);
   }
 
-  // A boundary tensor leaving `device` after `producer`: sent to `to_device` or swapped out; then freed here.
-  void hand_over(TensorId tensor, int instance, int device, Channel how, int to_device, StepId producer)
+  // A boundary tensor leaving `device` after `producer`: over p2p, sent when its consumer receives it (bring_in);
+  // else swapped out and freed here.
+  void hand_over(TensorId tensor, int instance, int device, Channel how, StepId producer)
   {
     if (how == Channel::p2p) {
-      Deps deps{producer};
-      const RankState& receiver = ranks_[static_cast<std::size_t>(to_device)];
-      deps.insert(deps.end(), receiver.task_done.begin(), receiver.task_done.end());
-      const StepId send = build_.send(tensor, to_device, std::move(deps), device, instance);
-      sends_[{tensor, instance}] = send;
-      build_.free(tensor, {send}, "p2p_out", device, instance);
+      unsent_[{tensor, instance}] = producer;
       return;
     }
     const StepId offload = build_.offload(tensor, {producer}, device, instance);
@@ -259,9 +269,8 @@ private:
         }
         ready = compute;
       }
-      const int to = device_of(task.output.task, device);
       const TensorId output = chain.output(pack.last);
-      hand_over(output, start.instance, device, channel(task.output), to, compute);
+      hand_over(output, start.instance, device, channel(task.output), compute);
       if (graph_.tasks[static_cast<std::size_t>(task.output.task)].type == TaskType::backward)
         hand_to_backward(output, start.instance, device);
       return compute;
@@ -314,8 +323,7 @@ private:
       }
       build_.free(chain_.x[pack.first], {compute}, "compute", device, start.instance);
       if (pack.first > 0) {
-        const int to = device_of(task.gradient_out.task, device);
-        hand_over(*chain_.dx[pack.first], start.instance, device, channel(task.gradient_out), to, compute);
+        hand_over(*chain_.dx[pack.first], start.instance, device, channel(task.gradient_out), compute);
       }
       return compute;
     });
@@ -413,7 +421,7 @@ private:
   Plan& plan_;
   PlanBuilder build_;
   std::vector<RankState> ranks_;
-  std::map<std::pair<TensorId, int>, StepId> sends_;       // (tensor, instance) -> its send
+  std::map<std::pair<TensorId, int>, StepId> unsent_;      // (tensor, instance) -> its producer, until it is sent
   std::map<std::pair<TensorId, int>, StepId> host_copies_; // (tensor, instance) -> the offload making the host copy
   std::map<std::size_t, Deps> gradient_out_;               // layer -> the offloads of its dW
   StepId backward_end_ = -1;                               // without jit update: the last step of the backward
