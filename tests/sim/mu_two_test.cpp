@@ -57,6 +57,7 @@ TEST(MuTwoPartitions, ThePapersExampleForEightModels)
   EXPECT_EQ(candidate_partitions(4, "finest", false), (std::vector<std::vector<int>>{{1, 1, 1, 1}}));
   EXPECT_EQ(candidate_partitions(3, "finest", true), (std::vector<std::vector<int>>{{3}, {1, 1, 1}}));
   EXPECT_EQ(candidate_partitions(1, "finest", false), (std::vector<std::vector<int>>{{1}}));
+  EXPECT_THROW(candidate_partitions(4, "finer", true), InputError);
 }
 
 TEST(MuTwoRing, UnrollsIterationsSharingWeights)

@@ -62,10 +62,14 @@ std::vector<std::vector<int>> candidate_partitions(int models, const std::string
   std::vector<std::vector<int>> split;
   if (rule == "all")
     split = all_partitions(models);
-  else if (rule == "finest" && models >= 2)
-    split.push_back(std::vector<int>(static_cast<std::size_t>(models), 1));
-  else if (rule == "paper")
+  else if (rule == "finest") {
+    if (models >= 2)
+      split.push_back(std::vector<int>(static_cast<std::size_t>(models), 1));
+  } else if (rule == "paper")
     split = paper_partitions(models);
+  else if (rule != "none")
+    throw InputError("partitions",
+                     fmt::format("mu-two: unknown partition rule '{}' (paper, all, finest or none)", rule));
   result.insert(result.end(), split.begin(), split.end());
   return result;
 }
