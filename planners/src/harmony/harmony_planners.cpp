@@ -43,15 +43,6 @@ struct HarmonyOptions {
   std::string estimator = "harmony";
 };
 
-// Bytes/s of the slowest link on the route between two nodes of the machine.
-double route_bandwidth(const Machine& machine, const std::string& from, const std::string& to)
-{
-  double slowest = std::numeric_limits<double>::infinity();
-  for (const RouteHop& hop : machine.route(from, to))
-    slowest = std::min(slowest, machine.links.at(hop.link).bandwidth);
-  return slowest;
-}
-
 // Harmony's estimator with the machine's bandwidths: bw_swap the slowest host route of the N GPUs (the estimator
 // still shares it statically, bw_swap / N), bw_p2p the slowest route of the ring rank r -> r + 1 mod N (pp's
 // wrap-around sends and dp's all-reduce go around it). bw_msg and time_del stay Harmony's: the machine has no
@@ -68,8 +59,9 @@ EstimatorSettings estimator_settings(const std::string& estimator, const Machine
     settings.bw_p2p = std::numeric_limits<double>::infinity();
     for (int r = 0; r < gpus; ++r)
       settings.bw_p2p =
-          std::min(settings.bw_p2p, route_bandwidth(machine, machine.gpus.at(static_cast<std::size_t>(r)).name,
-                                                    machine.gpus.at(static_cast<std::size_t>((r + 1) % gpus)).name));
+          std::min(settings.bw_p2p,
+                   machine.route_bandwidth(machine.gpus.at(static_cast<std::size_t>(r)).name,
+                                           machine.gpus.at(static_cast<std::size_t>((r + 1) % gpus)).name));
   }
   return settings;
 }
