@@ -36,18 +36,22 @@ harmony_layer_chain() {
   echo "$trace"
 }
 
-# harmony_search MODEL MODE N D CAP: runs Harmony's configuration search and sets search_u_fwd, search_u_bwd,
-# search_packs_fwd, search_packs_bwd, search_estimate (seconds, full precision), search_count and search_time_s, and
+# harmony_search MODEL MODE N D CAP [PACKING_FWD PACKING_BWD]: runs Harmony's configuration search (packing methods:
+# the paper's unless given, e.g. `authors authors`) and sets search_u_fwd, search_u_bwd, search_methods (fwd/bwd of
+# the Top-1), search_packs_fwd, search_packs_bwd, search_estimate (seconds, full precision), search_count and
+# search_time_s, and
 # search_params: the planner params of the Top-1 on a trace at u = U_B (U_F != U_B adds u_fwd, u_bwd and the profile
 # the forward chain at U_F is built from).
 harmony_search() {
-  local model=$1 mode=$2 n=$3 d=$4 cap=$5 out
+  local model=$1 mode=$2 n=$3 d=$4 cap=$5 packing_fwd=${6:-paper} packing_bwd=${7:-paper} out
   out=$("$harmony_memsim" harmony search --profile "$harmony_profiles/$model.json" --gpus "$n" --minibatch "$d" \
-    --mode "$mode" --memory-cap "$cap" 2>"$harmony_work/search.err")
+    --mode "$mode" --memory-cap "$cap" --packing-fwd "$packing_fwd" --packing-bwd "$packing_bwd" \
+    2>"$harmony_work/search.err")
   search_time_s=$(sed -n 's/^search time \([0-9.]*\) s$/\1/p' "$harmony_work/search.err")
   search_u_fwd=$(sed -n '1s/.* u_fwd=\([0-9]*\) .*/\1/p' <<<"$out")
   search_u_bwd=$(sed -n '1s/.* u_bwd=\([0-9]*\) .*/\1/p' <<<"$out")
   search_count=$(sed -n '1s/.*best of \([0-9]*\) configurations.*/\1/p' <<<"$out")
+  search_methods=$(sed -n '1s/.* |P_F|=[0-9]* (\([a-z_]*\)) .* |P_B|=[0-9]* (\([a-z_]*\))$/\1\/\2/p' <<<"$out")
   search_estimate=$(sed -n 's/^iteration_s //p' <<<"$out")
   search_packs_fwd=$(sed -n 's/^packs_fwd *//p' <<<"$out")
   search_packs_bwd=$(sed -n 's/^packs_bwd *//p' <<<"$out")

@@ -245,13 +245,15 @@ void Machine::set_host_link_bandwidth(double bytes_per_s)
     links[link].bandwidth = bytes_per_s;
 }
 
-double Machine::host_link_bandwidth(std::size_t gpu) const
+double Machine::route_bandwidth(const std::string& from, const std::string& to) const
 {
   double slowest = std::numeric_limits<double>::infinity();
-  for (const RouteHop& hop : route(gpus.at(gpu).name, kHostNodeName))
+  for (const RouteHop& hop : route(from, to))
     slowest = std::min(slowest, links.at(hop.link).bandwidth);
   return slowest;
 }
+
+double Machine::host_link_bandwidth(std::size_t gpu) const { return route_bandwidth(gpus.at(gpu).name, kHostNodeName); }
 
 std::filesystem::path default_presets_dir()
 {

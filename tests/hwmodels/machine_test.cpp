@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 namespace memsim {
 namespace {
@@ -114,6 +115,19 @@ TEST(Route, HostLinkBandwidthIsTheSlowestLinkOnTheWay)
   machine.links[0].bandwidth = 8e9; // gpu0-sw0
   EXPECT_DOUBLE_EQ(machine.host_link_bandwidth(0), 8e9);
   EXPECT_DOUBLE_EQ(machine.host_link_bandwidth(1), 12e9);
+}
+
+// Between any two nodes: gpu0 -> gpu1 takes the 50 GB/s NVLink alone; gpu2 -> gpu0 crosses sw1, the host and sw0, the
+// slowest being the 12 GB/s uplinks; a node to itself has no link in the way.
+TEST(Route, RouteBandwidthIsTheSlowestLinkOnTheWay)
+{
+  Machine machine = load_machine(kData / "tree.machine.yaml");
+  EXPECT_DOUBLE_EQ(machine.route_bandwidth("gpu0", "gpu1"), 50e9);
+  EXPECT_DOUBLE_EQ(machine.route_bandwidth("gpu2", "gpu0"), 12e9);
+  EXPECT_EQ(machine.route_bandwidth("gpu0", "gpu0"), std::numeric_limits<double>::infinity());
+  machine.links[3].bandwidth = 6e9; // gpu2-sw1
+  EXPECT_DOUBLE_EQ(machine.route_bandwidth("gpu2", "gpu0"), 6e9);
+  EXPECT_DOUBLE_EQ(machine.route_bandwidth("gpu2", kHostNodeName), machine.host_link_bandwidth(2));
 }
 
 TEST(Presets, EveryPresetLoadsAndReachesTheHost)

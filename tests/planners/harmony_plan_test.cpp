@@ -306,6 +306,19 @@ TEST(HarmonyPlan, SwitchesAndSearch)
   EXPECT_EQ(found.params["configuration"]["pack_fwd"], harmony::format_packs(expected->best.packs_forward));
   EXPECT_EQ(found.params["configuration"]["pack_bwd"], harmony::format_packs(expected->best.packs_backward));
   EXPECT_FALSE(simulate_both(trace, machine, found).fast.error);
+  // The packing methods reach the search: other lists, the same Top-1 as harmony::search with them.
+  searched["packing_fwd"] = "authors";
+  searched["packing_bwd"] = "greedy,balanced_addx";
+  const Plan found_other = harmony_plan("harmony-pp", trace, machine, searched);
+  search_settings.methods = harmony::parse_packing_methods({"authors", "greedy,balanced_addx"});
+  const auto expected_other = harmony::search(profile, 2, 8, harmony::Mode::pp, search_settings);
+  ASSERT_TRUE(expected_other);
+  EXPECT_EQ(found_other.params["configuration"]["chosen_by"],
+            "search (" + expected_other->forward_method + " fwd, " + expected_other->backward_method + " bwd)");
+  EXPECT_EQ(found_other.params["configuration"]["pack_bwd"],
+            harmony::format_packs(expected_other->best.packs_backward));
+  searched["packing_bwd"] = "reuse";
+  EXPECT_THROW((void)harmony_plan("harmony-pp", trace, machine, searched), InputError);
 
   // Without grouping W comes in once per microbatch (4 of them); dW still goes out once.
   nlohmann::json ungrouped = base;

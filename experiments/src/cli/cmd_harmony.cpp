@@ -1,8 +1,10 @@
 // memsim harmony estimate: Harmony's own runtime estimate of one configuration on a layer profile.
 #include "commands.hpp"
+#include "param_options.hpp"
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/estimator.hpp"
+#include "memsim/planners/harmony/layer_packing.hpp"
 #include "memsim/planners/harmony/search.hpp"
 #include "memsim/traces/layer_profile.hpp"
 
@@ -75,29 +77,33 @@ void run_estimate(const Options& options)
   }
 }
 
-struct SearchOptions {
+// packing_fwd / packing_bwd: declared with harmony-pp's and harmony-dp's (layer_packing.hpp).
+struct SearchOptions : harmony::PackingLists {
   std::string profile;
   int gpus = 1;
   int minibatch = 1;
   std::string mode = "pp";
-  std::vector<std::string> forward_methods{"balanced_time", "reuse"};
-  std::vector<std::string> backward_methods{"balanced_time"};
   bool rank_fit_first = false;
   harmony::SearchSettings settings;
 };
 
-void run_search(const SearchOptions& options)
+const ParamList<SearchOptions>& packing_param_list()
 {
+  static const ParamList<SearchOptions> list(harmony::packing_params<SearchOptions>());
+  return list;
+}
+
+void run_search(SearchOptions options, const ParamOptions& packing)
+{
+  const harmony::PackingLists lists = packing_param_list().bind(
+      complete_params("command", "harmony search", packing_param_list().specs(), packing.given()));
+  options.packing_fwd = lists.packing_fwd;
+  options.packing_bwd = lists.packing_bwd;
   const LayerProfile profile = load_layer_profile(options.profile);
   if (options.mode != "pp" && options.mode != "dp")
     throw InputError("--mode", fmt::format("expected pp or dp, found '{}'", options.mode));
   harmony::SearchSettings settings = options.settings;
-  settings.forward_methods.clear();
-  for (const std::string& name : options.forward_methods)
-    settings.forward_methods.push_back(harmony::parse_packing_method(name, "--packing-fwd"));
-  settings.backward_methods.clear();
-  for (const std::string& name : options.backward_methods)
-    settings.backward_methods.push_back(harmony::parse_packing_method(name, "--packing-bwd"));
+  settings.methods = harmony::parse_packing_methods(options, "--packing-fwd", "--packing-bwd");
   settings.rank_fit_normally = !options.rank_fit_first;
   const auto start = std::chrono::steady_clock::now();
   const auto result = harmony::search(profile, options.gpus, options.minibatch,
@@ -167,15 +173,12 @@ void add_harmony_command(CLI::App& app, Context&)
   search->add_option("--mode", search_options->mode, "pp (wrap-around pipeline) or dp (data parallel)")->required();
   search->add_option("--memory-cap", search_options->settings.memory_cap, "bytes a pack may use")
       ->capture_default_str();
-  search->add_option("--packing-fwd", search_options->forward_methods, "forward packing methods (balanced_time, reuse)")
-      ->capture_default_str();
-  search->add_option("--packing-bwd", search_options->backward_methods, "backward packing methods (balanced_time)")
-      ->capture_default_str();
+  auto packing = std::make_shared<ParamOptions>(search, packing_param_list().specs());
   search->add_flag("--rank-fit-first", search_options->rank_fit_first,
                    "rank a model that fits one pack first (Harmony's default; its paper scripts pass "
                    "--rank_fit_normally)");
   add_estimator_options(search, search_options->settings.estimator);
-  search->callback([search_options] { run_search(*search_options); });
+  search->callback([search_options, packing] { run_search(*search_options, *packing); });
   add_harmony_profile_command(harmony);
 }
 

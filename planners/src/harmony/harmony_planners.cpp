@@ -11,6 +11,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/planners/harmony/estimator.hpp"
+#include "memsim/planners/harmony/layer_packing.hpp"
 #include "memsim/planners/harmony/profile_from_traces.hpp"
 #include "memsim/planners/harmony/search.hpp"
 #include "memsim/planners/planner.hpp"
@@ -24,7 +25,8 @@
 namespace memsim::harmony {
 namespace {
 
-struct HarmonyOptions {
+// packing_fwd / packing_bwd: the search's packing methods (layer_packing.hpp).
+struct HarmonyOptions : PackingLists {
   int gpus = 0;        // 0: the machine's GPU count
   int minibatch = 0;   // samples per iteration (D)
   int u_fwd = 0;       // 0: the trace's microbatch
@@ -43,15 +45,6 @@ struct HarmonyOptions {
   std::string estimator = "harmony";
 };
 
-// Bytes/s of the slowest link on the route between two nodes of the machine.
-double route_bandwidth(const Machine& machine, const std::string& from, const std::string& to)
-{
-  double slowest = std::numeric_limits<double>::infinity();
-  for (const RouteHop& hop : machine.route(from, to))
-    slowest = std::min(slowest, machine.links.at(hop.link).bandwidth);
-  return slowest;
-}
-
 // Harmony's estimator with the machine's bandwidths: bw_swap the slowest host route of the N GPUs (the estimator
 // still shares it statically, bw_swap / N), bw_p2p the slowest route of the ring rank r -> r + 1 mod N (pp's
 // wrap-around sends and dp's all-reduce go around it). bw_msg and time_del stay Harmony's: the machine has no
@@ -68,8 +61,9 @@ EstimatorSettings estimator_settings(const std::string& estimator, const Machine
     settings.bw_p2p = std::numeric_limits<double>::infinity();
     for (int r = 0; r < gpus; ++r)
       settings.bw_p2p =
-          std::min(settings.bw_p2p, route_bandwidth(machine, machine.gpus.at(static_cast<std::size_t>(r)).name,
-                                                    machine.gpus.at(static_cast<std::size_t>((r + 1) % gpus)).name));
+          std::min(settings.bw_p2p,
+                   machine.route_bandwidth(machine.gpus.at(static_cast<std::size_t>(r)).name,
+                                           machine.gpus.at(static_cast<std::size_t>((r + 1) % gpus)).name));
   }
   return settings;
 }
@@ -115,6 +109,7 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
   if (options.minibatch <= 0)
     throw InputError("minibatch", "the minibatch size D is required");
   const EstimatorSettings estimator = estimator_settings(options.estimator, machine, gpus);
+  const PackingMethods packing = parse_packing_methods(options); // checked also when no search uses it
   const bool have_profile = !options.profile.empty();
   const LayerProfile profile =
       have_profile ? load_layer_profile(options.profile) : layer_profile_from_traces({{trace.name, trace}});
@@ -126,6 +121,7 @@ Plan plan_harmony(const Trace& trace, const Machine& machine, const PlanRequest&
     SearchSettings settings;
     settings.estimator = estimator;
     settings.memory_cap = options.memory_cap > 0 ? options.memory_cap : static_cast<double>(request.budget_bytes);
+    settings.methods = packing;
     const std::optional<SearchResult> found = search(profile, gpus, options.minibatch, mode, settings);
     if (!found)
       throw Infeasible(fmt::format("harmony search: no packing of {} layers fits {} bytes per pack at {}",
@@ -195,7 +191,7 @@ Plan plan_harmony_dp(const Trace& trace, const Machine& machine, const PlanReque
 ParamList<HarmonyOptions> harmony_params()
 {
   using O = HarmonyOptions;
-  return {
+  std::vector<BoundParam<O>> params{
       param("gpus", &O::gpus, "GPUs N (0: the machine's)", {.min = 0}),
       param("minibatch", &O::minibatch, "samples per iteration D", {.min = 0}),
       param("u_fwd", &O::u_fwd, "forward microbatch U_F (0: the trace's; another size needs `profile`)", {.min = 0}),
@@ -206,8 +202,8 @@ ParamList<HarmonyOptions> harmony_params()
       param("pack_fwd", &O::pack_fwd, "forward packs P_F, e.g. 0-3,4-7 (layers before the last backward pack)"),
       param("pack_bwd", &O::pack_bwd, "backward packs P_B covering every layer, e.g. 0-3,4-7,8-11"),
       param("search", &O::search,
-            "find <U_F, P_F, U_B, P_B> with Harmony's search (balanced_time, reuse): over the sizes of `profile`, "
-            "else at the trace's u"),
+            "find <U_F, P_F, U_B, P_B> with Harmony's search (packing methods: packing_fwd, packing_bwd): over the "
+            "sizes of `profile`, else at the trace's u"),
       param("memory_cap", &O::memory_cap, "search: bytes per pack (0: the budget)", {.min = 0}),
       param("group", &O::group, "input-batch grouping: W loaded once per task (false: once per microbatch)"),
       param("jit_update", &O::jit_update, "CPU update right after each backward task (false: after the backward)"),
@@ -225,6 +221,9 @@ ParamList<HarmonyOptions> harmony_params()
             "p2p) or the machine's (machine: bw_swap the slowest GPU-host route, bw_p2p the slowest route of the "
             "GPU ring)",
             {.choices = {"harmony", "machine"}})};
+  for (BoundParam<O>& packing : packing_params<O>())
+    params.push_back(std::move(packing));
+  return ParamList<O>(std::move(params));
 }
 
 } // namespace

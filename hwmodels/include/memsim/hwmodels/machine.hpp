@@ -56,6 +56,8 @@ struct Machine {
   // Shortest path by hop count between two nodes (gpu names, switch names or "host"); ties broken by the
   // order links appear in the file, so routes are deterministic. Throws InputError if unreachable.
   std::vector<RouteHop> route(const std::string& from, const std::string& to) const;
+  // Bytes/s of the slowest link on the route between two nodes: what one transfer alone gets.
+  double route_bandwidth(const std::string& from, const std::string& to) const;
   std::size_t gpu_index(const std::string& name) const; // throws InputError
   bool has_node(const std::string& name) const;
 

@@ -1,9 +1,10 @@
 #pragma once
 // Harmony's configuration search (Alg. 1; msr-fiddle/harmony 3_scheduler/searcher.py, layer_packing.py): for every
 // backward microbatch size, pack the layers, then for every forward size >= it pack the layers before the loss pack,
-// estimate each candidate with Harmony's estimator and keep the fastest. Packing methods: balanced_time (Alg. 2) and
-// reuse (P_F = P_B minus its last pack).
+// estimate each candidate with Harmony's estimator and keep the fastest. Packing methods: layer_packing.hpp; by
+// default those of the paper's scripts, balanced_time (Alg. 2) and reuse (P_F = P_B minus its last pack).
 #include "memsim/planners/harmony/estimator.hpp"
+#include "memsim/planners/harmony/layer_packing.hpp"
 
 #include <optional>
 #include <string>
@@ -11,12 +12,9 @@
 
 namespace memsim::harmony {
 
-enum class PackingMethod { balanced_time, reuse };
-
 struct SearchSettings {
   double memory_cap = 10.0 * 1024 * 1024 * 1024; // bytes per pack (Harmony's --memory_cap)
-  std::vector<PackingMethod> forward_methods{PackingMethod::balanced_time, PackingMethod::reuse};
-  std::vector<PackingMethod> backward_methods{PackingMethod::balanced_time};
+  PackingMethods methods;
   bool rank_fit_normally = true; // false: a one-pack model is ranked first (its time divided by 1000), as by default
   EstimatorSettings estimator;
 };
@@ -36,7 +34,5 @@ std::optional<std::vector<LayerPack>> balanced_time_packs(const LayerProfile& pr
 // Nothing when no candidate exists (every packing fails the cap).
 std::optional<SearchResult> search(const LayerProfile& profile, int gpus, int minibatch, Mode mode,
                                    const SearchSettings& settings = {});
-
-PackingMethod parse_packing_method(const std::string& name, const std::string& option);
 
 } // namespace memsim::harmony
