@@ -1,10 +1,10 @@
 // The mu-two planner (μ-TWO, shared/specs/mu-two.md) on hand-made chains (1 GB/s link: 1 MB moves in 1 ms; forward
 // ops 1 ms, backward ops 2 ms): the paper's partitions of 8 models; the unrolled ring's structure (shared weights,
-// one activation copy per iteration, multiplexed order); with room for everything the ring is keep-all and a cycle
-// is every op once; restricted to {N} it is hfta-capuchin's plan; under a budget below the ring's keep-all peak it
-// swaps or recomputes until the plan fits, on both engines; N <= k*: never slower than hfta; deterministic;
-// pair_mode=sequential: the steady iteration is the sum of the pairs' periods and only the active pair's weights
-// are resident, so more models fit when weights dominate.
+// one activation copy per iteration, multiplexed order, the same when built into a reused ring's storage); with room
+// for everything the ring is keep-all and a cycle is every op once; restricted to {N} it is hfta-capuchin's plan; under
+// a budget below the ring's keep-all peak it swaps or recomputes until the plan fits, on both engines; N <= k*: never
+// slower than hfta; deterministic; pair_mode=sequential: the steady iteration is the sum of the pairs' periods and only
+// the active pair's weights are resident, so more models fit when weights dominate.
 #include "engine_comparison.hpp"
 #include "planner_test_support.hpp"
 #include "test_traces.hpp"
@@ -83,6 +83,46 @@ TEST(MuTwoRing, UnrollsIterationsSharingWeights)
     names.push_back(mixed.trace.ops[i].name);
   EXPECT_EQ(names, (std::vector<std::string>{"s0.it0.b2", "s1.it0.f0", "s1.it0.f1", "s0.it0.b1", "s0.it0.b0",
                                              "s1.it0.f2", "s1.it0.loss"}));
+}
+
+// Everything a ring holds, for comparing two builds.
+nlohmann::json ring_json(const planning::mu_two::RingTrace& ring)
+{
+  auto origins = [](const std::vector<planning::mu_two::Origin>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const planning::mu_two::Origin& origin : list)
+      out.push_back({origin.sub_array, origin.copy, origin.id});
+    return out;
+  };
+  return {{"trace", trace_to_json(ring.trace)},
+          {"op_origin", origins(ring.op_origin)},
+          {"tensor_origin", origins(ring.tensor_origin)},
+          {"tensor_copy", ring.tensor_copy},
+          {"op_copy", ring.op_copy},
+          {"prologue_ops", ring.prologue_ops},
+          {"op_graph", ring.op_graph},
+          {"cycle_first_op", ring.cycle_first_op},
+          {"cycles", ring.cycles}};
+}
+
+TEST(MuTwoRing, ReusedStorageBuildsTheSameRing)
+{
+  // Sub-arrays of different sizes, so that the storage's per-sub-array tables and op lists must grow and shrink.
+  const Trace small = test::make_chain(3, MB), large = test::make_chain(5, MB);
+  const std::vector<const Trace*> graphs{&small, &large};
+  const planning::mu_two::Placement placement{{0, 1, 3}, {}};
+  using planning::mu_two::RingNames;
+  for (const RingNames names : {RingNames::named, RingNames::none}) {
+    const nlohmann::json fresh = ring_json(build_ring_trace(graphs, 2, placement, names));
+    // Storage from a larger ring (more cycles, other order, other names) and from a smaller one.
+    for (const auto& [storage_graphs, cycles] :
+         {std::pair{std::vector<const Trace*>{&large, &small, &large}, 3}, std::pair{std::vector{&small}, 1}}) {
+      planning::mu_two::RingTrace storage = build_ring_trace(storage_graphs, cycles, {}, RingNames::named);
+      const std::size_t storage_ops = storage.trace.ops.size();
+      const planning::mu_two::RingTrace reused = build_ring_trace(graphs, 2, placement, names, std::move(storage));
+      EXPECT_EQ(ring_json(reused), fresh) << storage_ops << " ops of storage";
+    }
+  }
 }
 
 TEST(MuTwo, WithRoomForEverythingTheRingIsKeepAll)

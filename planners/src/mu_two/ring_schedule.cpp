@@ -24,6 +24,7 @@ namespace {
 constexpr int kProbeCopy = 0;             // decisions are reasoned about on every sub-array's first iteration (cycle 0)
 constexpr int kScheduleCycles = 2;        // cycle 0 sees the steady state: the prologue plays the previous cycle's part
 constexpr std::size_t kCachedLayouts = 8; // bisection probes come and go; the current placement is rebuilt at once
+constexpr std::size_t kSpareRings = 8;    // dropped rings kept for their allocations (a cache clear frees 8)
 
 // An entry of the unrolled sequence named relative to a swapped tensor's iteration.
 struct PromptRef {
@@ -39,17 +40,25 @@ struct SwapChoice {
   std::optional<PromptRef> prompt; // none: right before its first backward use
 };
 
+// What a placement alone fixes: the unrolled ring and its analysis. Recompute decisions change only the sequence
+// over it, so it outlives them (building it was most of the planning time at large N).
+struct UnrolledRing {
+  RingTrace ring;
+  std::unique_ptr<TraceAnalysis> analysis; // of ring.trace; an UnrolledRing is never moved once built
+};
+
 // What a placement and the recompute decisions fix: the unrolled ring, its sequence and positions. Swaps only add
 // transfers on top, so one layout serves every probe that shares its placement (planning time at large N).
 struct Layout {
-  RingTrace ring;
-  std::unique_ptr<TraceAnalysis> analysis; // of ring.trace; a Layout is never moved once built
+  std::shared_ptr<const UnrolledRing> unrolled;
+  const RingTrace& ring() const { return unrolled->ring; }
+  const TraceAnalysis& analysis() const { return *unrolled->analysis; }
   std::vector<SequenceEntry> sequence;
   std::vector<int> cycle_of; // per position: the cycle it runs in (the prologue is cycle 0)
   std::vector<int> graph_of; // per position: its merged graph (RingTrace::op_graph)
   std::vector<bool> in_prologue;
   std::vector<std::int64_t> last_forward_use, first_backward_use, produced_at, last_use; // per tensor, -1: none
-  std::map<std::pair<OpId, bool>, std::size_t> position_of;                              // first position of an entry
+  std::vector<std::int64_t> position_of_op, position_of_recompute; // per op: its first compute / recompute entry, -1
   std::vector<double> times;
   std::vector<std::vector<TensorId>> ends; // generation_ends of the sequence, for replay_memory
 };
@@ -82,12 +91,15 @@ public:
   RingScheduler(const std::vector<const Trace*>& graphs, const Machine& machine, const RingOptions& options)
       : graphs_(graphs), machine_(machine), options_(options)
   {
-    // Probe layouts are built from copies without names and shapes, which nothing but the emitted ring needs: the
-    // scheduler builds thousands of them at large N, and their strings were most of the time.
+    // Probe layouts are built from copies without names, types and shapes, which nothing but the emitted ring needs:
+    // the scheduler builds thousands of them at large N, and their strings were most of the time.
     for (const Trace* graph : graphs) {
       Trace& bare = bare_graphs_.emplace_back(*graph);
-      for (Op& op : bare.ops)
+      for (Op& op : bare.ops) {
         op.name.clear();
+        op.type.clear();
+        op.split.clear();
+      }
       for (Tensor& tensor : bare.tensors) {
         tensor.name.clear();
         tensor.shape.clear();
@@ -140,16 +152,15 @@ private:
     if (const auto found = layouts_.find(key); found != layouts_.end())
       return found->second;
     auto built = std::make_shared<Layout>();
-    built->ring = build_ring_trace(bare_graph_ptrs_, cycles, placement, RingNames::none);
-    const RingTrace& ring = built->ring;
+    built->unrolled = unrolled_ring(key);
+    const RingTrace& ring = built->ring();
     const Trace& trace = ring.trace;
-    built->analysis = std::make_unique<TraceAnalysis>(trace);
     std::vector<bool> dropped(trace.ops.size(), false);
     for (std::size_t op = 0; op < trace.ops.size(); ++op) {
       const Origin& origin = ring.op_origin[op];
       dropped[op] = dropped_[static_cast<std::size_t>(origin.sub_array)][origin.id];
     }
-    built->sequence = recompute_on_demand(*built->analysis, dropped, RecomputeMode::lineage);
+    built->sequence = recompute_on_demand(built->analysis(), dropped, RecomputeMode::lineage);
     const std::size_t entries = built->sequence.size();
     built->cycle_of.assign(entries, 0);
     built->graph_of.assign(entries, -1);
@@ -173,12 +184,17 @@ private:
     built->produced_at.assign(tensors, -1);
     built->last_use.assign(tensors, -1);
     built->times.reserve(entries);
+    built->position_of_op.assign(trace.ops.size(), -1);
+    built->position_of_recompute.assign(trace.ops.size(), -1);
     for (std::size_t p = 0; p < entries; ++p) {
       const SequenceEntry& entry = built->sequence[p];
       const Op& op = trace.op(entry.op);
       const Origin& origin = ring.op_origin[static_cast<std::size_t>(entry.op)];
       built->times.push_back(stats_[static_cast<std::size_t>(origin.sub_array)].op_time[origin.id]);
-      built->position_of.emplace(std::make_pair(entry.op, entry.recompute), p);
+      std::int64_t& first =
+          (entry.recompute ? built->position_of_recompute : built->position_of_op)[static_cast<std::size_t>(entry.op)];
+      if (first < 0)
+        first = static_cast<std::int64_t>(p);
       const auto at = static_cast<std::int64_t>(p);
       for (TensorId id : op.inputs)
         built->last_use[static_cast<std::size_t>(id)] = at;
@@ -195,10 +211,34 @@ private:
             built->first_backward_use[static_cast<std::size_t>(id)] = at;
       }
     }
-    built->ends = generation_ends(*built->analysis, built->sequence);
+    built->ends = generation_ends(built->analysis(), built->sequence);
     if (layouts_.size() >= kCachedLayouts)
       layouts_.clear();
     layouts_.emplace(key, built);
+    return built;
+  }
+
+  std::shared_ptr<const UnrolledRing> unrolled_ring(const std::pair<int, Placement>& key) const
+  {
+    if (const auto found = rings_.find(key); found != rings_.end())
+      return found->second;
+    // A ring nothing holds any more lends its allocations to the next one (spare_rings_).
+    std::shared_ptr<UnrolledRing> built(new UnrolledRing, [spare = spare_rings_](UnrolledRing* done) {
+      done->analysis.reset(); // it refers to the trace
+      if (spare->size() < kSpareRings)
+        spare->push_back(std::move(done->ring));
+      delete done;
+    });
+    RingTrace storage;
+    if (!spare_rings_->empty()) {
+      storage = std::move(spare_rings_->back());
+      spare_rings_->pop_back();
+    }
+    built->ring = build_ring_trace(bare_graph_ptrs_, key.first, key.second, RingNames::none, std::move(storage));
+    built->analysis = std::make_unique<TraceAnalysis>(built->ring.trace);
+    if (rings_.size() >= kCachedLayouts)
+      rings_.clear();
+    rings_.emplace(key, built);
     return built;
   }
 
@@ -207,12 +247,12 @@ private:
     View view;
     view.base = layout(placement, cycles);
     const Layout& base = *view.base;
-    const Trace& trace = base.ring.trace;
+    const Trace& trace = base.ring().trace;
     for (const SwapChoice& swap : swaps)
       for (int copy = 0; copy <= cycles; ++copy) {
         const TensorId id =
-            base.ring.tensor_copy[static_cast<std::size_t>(swap.sub_array)][static_cast<std::size_t>(swap.tensor)]
-                                 [static_cast<std::size_t>(copy)];
+            base.ring().tensor_copy[static_cast<std::size_t>(swap.sub_array)][static_cast<std::size_t>(swap.tensor)]
+                                   [static_cast<std::size_t>(copy)];
         if (id < 0)
           continue;
         const std::int64_t last_forward = base.last_forward_use[static_cast<std::size_t>(id)];
@@ -233,7 +273,7 @@ private:
       h2d.push_back(h2d_.time(trace.tensor(moved.tensor).bytes));
     }
     view.timeline = list_schedule(base.times, view.moved, d2h, h2d);
-    view.memory = replay_memory(*base.analysis, base.sequence, base.ends, view.moved, view.timeline,
+    view.memory = replay_memory(base.analysis(), base.sequence, base.ends, view.moved, view.timeline,
                                 options_.offload_release, view.peak);
     return view;
   }
@@ -241,26 +281,27 @@ private:
   std::optional<std::size_t> position(const View& view, const PromptRef& prompt, int copy) const
   {
     const int target = copy + prompt.copy_delta;
-    if (target < 0 || target > view.base->ring.cycles)
+    if (target < 0 || target > view.base->ring().cycles)
       return std::nullopt;
-    const OpId op = view.base->ring.op_copy[static_cast<std::size_t>(prompt.sub_array)]
-                                           [static_cast<std::size_t>(prompt.op)][static_cast<std::size_t>(target)];
+    const OpId op = view.base->ring().op_copy[static_cast<std::size_t>(prompt.sub_array)]
+                                             [static_cast<std::size_t>(prompt.op)][static_cast<std::size_t>(target)];
     if (op < 0)
       return std::nullopt;
-    const auto found = view.base->position_of.find({op, prompt.recompute});
-    return found == view.base->position_of.end() ? std::nullopt : std::optional<std::size_t>(found->second);
+    const std::int64_t at =
+        (prompt.recompute ? view.base->position_of_recompute : view.base->position_of_op)[static_cast<std::size_t>(op)];
+    return at < 0 ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(at));
   }
 
   PromptRef prompt_at(const View& view, std::size_t position, int copy) const
   {
     const SequenceEntry& entry = view.base->sequence[position];
-    const Origin& origin = view.base->ring.op_origin[static_cast<std::size_t>(entry.op)];
+    const Origin& origin = view.base->ring().op_origin[static_cast<std::size_t>(entry.op)];
     return {origin.sub_array, static_cast<OpId>(origin.id), entry.recompute, origin.copy - copy};
   }
 
   TensorId probe_copy(const View& view, int j, TensorId tensor) const
   {
-    return view.base->ring.tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor)][kProbeCopy];
+    return view.base->ring().tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor)][kProbeCopy];
   }
 
   bool undecided(int j, const Tensor& tensor) const
@@ -288,8 +329,8 @@ private:
         all.emplace_back(j, tensor.id);
         for (int copy = 0; copy < kScheduleCycles; ++copy) {
           const TensorId id =
-              view.base->ring.tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor.id)]
-                                         [static_cast<std::size_t>(copy)];
+              view.base->ring().tensor_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(tensor.id)]
+                                           [static_cast<std::size_t>(copy)];
           if (id < 0 || view.base->produced_at[static_cast<std::size_t>(id)] < 0)
             continue;
           const auto first = static_cast<std::size_t>(view.base->produced_at[static_cast<std::size_t>(id)]);
@@ -377,7 +418,7 @@ private:
     // The backward op of sub-array j at or after b (b may be a recompute entry that reads the tensor).
     std::size_t k = 0;
     for (std::size_t p = b; p < view.base->sequence.size(); ++p) {
-      const Origin& origin = view.base->ring.op_origin[static_cast<std::size_t>(view.base->sequence[p].op)];
+      const Origin& origin = view.base->ring().op_origin[static_cast<std::size_t>(view.base->sequence[p].op)];
       const std::int64_t index = backward_index_[static_cast<std::size_t>(j)][origin.id];
       if (!view.base->sequence[p].recompute && origin.sub_array == j && index >= 0) {
         k = static_cast<std::size_t>(index);
@@ -544,7 +585,7 @@ private:
     emission.planner = options_.planner;
     emission.budget_bytes = options_.budget_bytes;
     try {
-      emit_with_swaps(*view.base->analysis, view.base->sequence, view.moved, emission, plan);
+      emit_with_swaps(view.base->analysis(), view.base->sequence, view.moved, emission, plan);
     } catch (const Infeasible&) {
       return false;
     }
@@ -560,8 +601,8 @@ private:
     simulation.record_timeline = false;
     // The same ring with its names and shapes: the builder assigns ids in the same order either way.
     RingTrace ring = build_ring_trace(graphs_, options_.cycles, placement_);
-    if (ring.trace.ops.size() != view.base->ring.trace.ops.size() ||
-        ring.trace.tensors.size() != view.base->ring.trace.tensors.size())
+    if (ring.trace.ops.size() != view.base->ring().trace.ops.size() ||
+        ring.trace.tensors.size() != view.base->ring().trace.tensors.size())
       throw std::logic_error("mu-two: the named ring differs from the probed one");
     const RunResult run = simulate_fast(ring.trace, machine_, plan, simulation);
     if (run.error || !run.metrics.feasible || run.metrics.peak_device_bytes > options_.budget_bytes)
@@ -593,7 +634,10 @@ private:
   std::vector<SwapChoice> swaps_;
   Placement placement_;
   std::optional<PromptRef> last_prompt_;
-  mutable std::map<std::pair<int, Placement>, std::shared_ptr<const Layout>> layouts_; // per (cycles, placement)
+  // Dropped probe rings, kept for their allocations (shared with the rings' deleters, which fill it).
+  std::shared_ptr<std::vector<RingTrace>> spare_rings_ = std::make_shared<std::vector<RingTrace>>();
+  mutable std::map<std::pair<int, Placement>, std::shared_ptr<const Layout>> layouts_;     // per (cycles, placement)
+  mutable std::map<std::pair<int, Placement>, std::shared_ptr<const UnrolledRing>> rings_; // kept across recomputes
   bool reached_peak_ = false;
 };
 

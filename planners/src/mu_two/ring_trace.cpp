@@ -25,15 +25,29 @@ namespace {
 
 class RingBuilder {
 public:
-  RingBuilder(const std::vector<const Trace*>& graphs, int cycles, RingNames names)
-      : graphs_(graphs), cycles_(cycles), named_(names == RingNames::named)
+  RingBuilder(const std::vector<const Trace*>& graphs, int cycles, RingNames names, RingTrace storage)
+      : graphs_(graphs), cycles_(cycles), named_(names == RingNames::named), ring_(std::move(storage))
   {
+    // Whatever `storage` held is overwritten: its vectors (and the ops' and tensors' own) only lend their capacity.
     ring_.cycles = cycles;
+    ring_.op_origin.clear();
+    ring_.tensor_origin.clear();
+    ring_.op_graph.clear();
+    ring_.cycle_first_op.clear();
+    ring_.prologue_ops = 0;
+    ring_.trace.decisions.clear();
     const std::size_t copies = static_cast<std::size_t>(cycles) + 1;
-    for (const Trace* graph : graphs) {
+    ring_.tensor_copy.resize(graphs.size());
+    ring_.op_copy.resize(graphs.size());
+    for (std::size_t j = 0; j < graphs.size(); ++j) {
+      const Trace* graph = graphs[j];
       halves_.push_back(halves(*graph));
-      ring_.tensor_copy.emplace_back(graph->tensors.size(), std::vector<TensorId>(copies, -1));
-      ring_.op_copy.emplace_back(graph->ops.size(), std::vector<OpId>(copies, -1));
+      ring_.tensor_copy[j].resize(graph->tensors.size());
+      for (std::vector<TensorId>& slots : ring_.tensor_copy[j])
+        slots.assign(copies, -1);
+      ring_.op_copy[j].resize(graph->ops.size());
+      for (std::vector<OpId>& slots : ring_.op_copy[j])
+        slots.assign(copies, -1);
       shared_.emplace_back(graph->tensors.size(), -1);
     }
     // One allocation each: the scheduler builds many rings, and growing these vectors of large ops was a fair share.
@@ -57,9 +71,9 @@ public:
     graph_ = -1;
     for (OpId op : halves_[0].forward)
       add_op(0, 0, op, 0);
-    ring_.prologue_ops = ring_.trace.ops.size();
+    ring_.prologue_ops = ops_;
     for (int c = 0; c < cycles_; ++c) {
-      ring_.cycle_first_op.push_back(ring_.trace.ops.size());
+      ring_.cycle_first_op.push_back(ops_);
       for (int j = 0; j < m; ++j) {
         graph_ = c * m + j;
         const int next = (j + 1) % m;
@@ -79,6 +93,8 @@ public:
           add_op(next, next_copy, forward[placed], c);
       }
     }
+    ring_.trace.ops.resize(ops_);
+    ring_.trace.tensors.resize(tensors_);
     fix_free_after();
     return std::move(ring_);
   }
@@ -94,14 +110,16 @@ private:
                          : ring_.tensor_copy[static_cast<std::size_t>(j)][index][static_cast<std::size_t>(copy)];
     if (slot >= 0)
       return slot;
-    Tensor tensor = source;
-    tensor.id = static_cast<TensorId>(ring_.trace.tensors.size());
+    if (tensors_ == ring_.trace.tensors.size())
+      ring_.trace.tensors.emplace_back();
+    Tensor& tensor = ring_.trace.tensors[tensors_];
+    tensor = source; // an assignment: a reused tensor keeps its allocations
+    tensor.id = static_cast<TensorId>(tensors_++);
     const bool shared = is_initially_resident(source.kind);
     if (named_)
       tensor.name = shared ? fmt::format("s{}.{}", j, source.name) : fmt::format("s{}.it{}.{}", j, copy, source.name);
     ring_.tensor_origin.push_back({j, shared ? -1 : copy, index});
-    ring_.trace.tensors.push_back(std::move(tensor));
-    slot = static_cast<TensorId>(ring_.trace.tensors.size()) - 1;
+    slot = tensor.id;
     if (shared)
       for (auto& copies : ring_.tensor_copy[static_cast<std::size_t>(j)][index])
         copies = slot;
@@ -111,8 +129,11 @@ private:
   void add_op(int j, int copy, OpId id, int cycle)
   {
     const Op& source = graphs_[static_cast<std::size_t>(j)]->op(id);
-    Op op = source;
-    op.id = static_cast<OpId>(ring_.trace.ops.size());
+    if (ops_ == ring_.trace.ops.size())
+      ring_.trace.ops.emplace_back();
+    Op& op = ring_.trace.ops[ops_];
+    op = source; // an assignment: a reused op keeps its allocations
+    op.id = static_cast<OpId>(ops_++);
     if (named_)
       op.name = fmt::format("s{}.it{}.{}", j, copy, source.name);
     op.iteration = cycle;
@@ -135,7 +156,6 @@ private:
     ring_.op_copy[static_cast<std::size_t>(j)][static_cast<std::size_t>(id)][static_cast<std::size_t>(copy)] = op.id;
     ring_.op_origin.push_back({j, copy, static_cast<std::size_t>(id)});
     ring_.op_graph.push_back(graph_);
-    ring_.trace.ops.push_back(std::move(op));
   }
 
   // A tensor's `free_after` names an op of its own iteration; a copy whose op does not run (FW_0's last copy has no
@@ -177,17 +197,19 @@ private:
   RingTrace ring_;
   std::vector<Halves> halves_;
   std::vector<std::vector<TensorId>> shared_;
-  int graph_ = -1; // the merged graph ops are being added to
+  int graph_ = -1;          // the merged graph ops are being added to
+  std::size_t ops_ = 0;     // ops of ring_.trace.ops built so far (the rest is storage)
+  std::size_t tensors_ = 0; // tensors of ring_.trace.tensors built so far
 };
 
 } // namespace
 
 RingTrace build_ring_trace(const std::vector<const Trace*>& graphs, int cycles, const Placement& placement,
-                           RingNames names)
+                           RingNames names, RingTrace storage)
 {
   if (graphs.empty() || cycles < 1)
     throw InputError("", "mu-two: a ring needs at least one sub-array and one cycle");
-  return RingBuilder(graphs, cycles, names).build(placement);
+  return RingBuilder(graphs, cycles, names, std::move(storage)).build(placement);
 }
 
 } // namespace memsim::planning::mu_two

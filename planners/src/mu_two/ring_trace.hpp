@@ -52,7 +52,9 @@ Halves halves(const Trace& graph);
 enum class RingNames { named, none };
 
 // `graphs[j]`: S_j's fused graph. Throws InputError when a graph's forward and backward are interleaved.
+// `storage`: a ring this function built before, whose allocations the new one reuses (the scheduler builds thousands
+// of probe rings, and fresh allocations were most of their cost); the result is the same without it.
 RingTrace build_ring_trace(const std::vector<const Trace*>& graphs, int cycles, const Placement& placement = {},
-                           RingNames names = RingNames::named);
+                           RingNames names = RingNames::named, RingTrace storage = {});
 
 } // namespace memsim::planning::mu_two
