@@ -228,6 +228,7 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
   PlanRequest request;
   request.budget_bytes = study.budget_bytes;
   request.params = study.planner_params;
+  request.progress = study.planner_progress;
   if (fuses_itself) {
     request.params["models"] = value;
     // Fused as the axis fuses, unless the parameters say otherwise (measured: the planner refuses, naming why).

@@ -177,6 +177,24 @@ TEST(MuTwo, UnderABudgetItFitsOnBothEngines)
             plan_to_json(plan_with("mu-two", chain, budget, {{"models", 2}, {"include_full_fusion", false}})));
 }
 
+// A long ring schedule reports its rounds through PlanRequest::progress; the plan does not depend on a listener.
+TEST(MuTwo, ReportsItsRoundsToAProgressListener)
+{
+  const Trace chain = test::make_chain(4, MB);
+  const nlohmann::json params = {{"models", 2}, {"include_full_fusion", false}};
+  const std::uint64_t budget =
+      fast_run(chain, plan_with("mu-two", chain, 1ull << 34, params)).metrics.peak_device_bytes - MB;
+  PlanRequest request;
+  request.budget_bytes = budget;
+  request.params = params;
+  std::vector<std::string> lines;
+  request.progress = [&](const std::string& status) { lines.push_back(status); };
+  const Plan plan = make_plan("mu-two", chain, test::one_gpu_machine(), request);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front().rfind("ring 2x1: round 0, 0 decisions, estimated peak ", 0), 0u) << lines.front();
+  EXPECT_EQ(plan_to_json(plan), plan_to_json(plan_with("mu-two", chain, budget, params)));
+}
+
 TEST(MuTwo, NoSlowerThanHftaWhenAllModelsFit)
 {
   const Trace chain = test::make_chain(4, MB);

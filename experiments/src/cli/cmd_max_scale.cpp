@@ -70,8 +70,13 @@ CapacityResult search(const ScaleStudy& study, const experiments::CapacitySearch
       fmt::print(stderr, "\r\033[K{}: probe {}: {} {} {}", label, count, experiments::to_string(study.axis),
                  probe.value, probe.outcome.feasible ? "fits" : "does not fit");
   };
+  ScaleStudy probing = study;
+  if (progress) // a planner's own status while a long probe runs
+    probing.planner_progress = [label](const std::string& status) {
+      fmt::print(stderr, "\r\033[K{}: {}", label, status);
+    };
   CapacityResult result =
-      experiments::find_largest_feasible([&](std::int64_t value) { return experiments::probe_study(study, value); },
+      experiments::find_largest_feasible([&](std::int64_t value) { return experiments::probe_study(probing, value); },
                                          bounds, observe);
   if (progress)
     fmt::print(stderr, "\r\033[K");

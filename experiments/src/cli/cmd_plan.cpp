@@ -11,6 +11,8 @@
 #include <iostream>
 #include <memory>
 
+#include <unistd.h>
+
 namespace memsim::cli {
 namespace {
 
@@ -52,7 +54,12 @@ void add_plan_command(CLI::App& app, Context&)
     PlanRequest request;
     request.budget_bytes = budget;
     request.params = parse_param_assignments(info, options->params);
+    const bool progress = ::isatty(STDERR_FILENO);
+    if (progress)
+      request.progress = [&](const std::string& status) { fmt::print(stderr, "\r\033[K{}: {}", info.name, status); };
     Plan plan = make_plan(options->planner, trace, machine, request);
+    if (progress)
+      fmt::print(stderr, "\r\033[K");
     save_plan(plan, options->out);
     fmt::print("{}: {} steps, budget {}", options->out, plan.steps.size(),
                units::format_bytes(static_cast<double>(plan.budget_bytes)));

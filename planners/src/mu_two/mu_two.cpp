@@ -86,6 +86,10 @@ double append_ring(Plan& plan, const Trace& trace, const Machine& machine, const
   scheduling.idle_metric = options.metric();
   scheduling.cycles = options.cycles;
   scheduling.multiplex = options.multiplex;
+  scheduling.progress = request.progress;
+  const bool uniform = std::all_of(sizes.begin(), sizes.end(), [&](int size) { return size == sizes.front(); });
+  scheduling.label = uniform ? fmt::format("ring {}x{}", sizes.size(), sizes.front())
+                             : "ring " + planning::mu_two::partition_text(sizes);
   planning::mu_two::RingSchedule schedule = planning::mu_two::schedule_ring(graphs, machine, scheduling);
 
   const planning::ExtraBlock block = planning::append_as_extras(plan, trace, schedule.ring.trace);

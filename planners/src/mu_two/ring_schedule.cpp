@@ -25,6 +25,7 @@ constexpr int kProbeCopy = 0;             // decisions are reasoned about on eve
 constexpr int kScheduleCycles = 2;        // cycle 0 sees the steady state: the prologue plays the previous cycle's part
 constexpr std::size_t kCachedLayouts = 8; // bisection probes come and go; the current placement is rebuilt at once
 constexpr std::size_t kSpareRings = 8;    // dropped rings kept for their allocations (a cache clear frees 8)
+constexpr std::size_t kProgressRounds = 25; // rounds between progress lines (0.1-2 s each near the largest N)
 
 // An entry of the unrolled sequence named relative to a swapped tensor's iteration.
 struct PromptRef {
@@ -127,11 +128,23 @@ public:
   RingSchedule run()
   {
     RingSchedule result;
-    for (;;) {
+    for (std::size_t round = 0;; ++round) {
       const View view = make_view(placement_, kScheduleCycles, swaps_);
+      if (options_.progress && round % kProgressRounds == 0)
+        options_.progress(fmt::format("{}: round {}, {} decisions, estimated peak {}{}", options_.label, round,
+                                      result.decisions.size(), units::format_bytes(static_cast<double>(view.peak)),
+                                      view.peak <= options_.budget_bytes ? " (checking on the fast engine)" : ""));
       if (view.peak <= options_.budget_bytes && try_emit(result))
         return result;
       const std::vector<std::pair<int, TensorId>> candidates = live_candidates(view);
+      if (candidates.empty() && view.peak <= options_.budget_bytes)
+        throw Infeasible(fmt::format("{}: the candidates ran out after {} swaps and recomputations with the ring's "
+                                     "estimated peak at {} ({} bytes), within the budget {} ({} bytes), but the "
+                                     "emitted ring does not fit it on the fast engine: {}",
+                                     options_.planner, result.decisions.size(),
+                                     units::format_bytes(static_cast<double>(view.peak)), view.peak,
+                                     units::format_bytes(static_cast<double>(options_.budget_bytes)),
+                                     options_.budget_bytes, exact_failure_));
       if (candidates.empty())
         throw Infeasible(fmt::format("{}: the candidates ran out with the ring's peak at {} ({} bytes) over the "
                                      "budget {} ({} bytes) after {} swaps and recomputations",
@@ -586,7 +599,8 @@ private:
     emission.budget_bytes = options_.budget_bytes;
     try {
       emit_with_swaps(view.base->analysis(), view.base->sequence, view.moved, emission, plan);
-    } catch (const Infeasible&) {
+    } catch (const Infeasible& error) {
+      exact_failure_ = error.what();
       return false;
     }
     // Each step runs in the cycle of the compute entry it follows (steps come out in sequence order).
@@ -602,8 +616,13 @@ private:
     // The probe ring lacks only names, types and shapes, which the engine does not read: a failed check (thousands
     // of them once the estimator fits and the engine does not) then costs no named ring.
     const RunResult run = simulate_fast(view.base->ring().trace, machine_, plan, simulation);
-    if (run.error || !run.metrics.feasible || run.metrics.peak_device_bytes > options_.budget_bytes)
+    if (run.error || !run.metrics.feasible || run.metrics.peak_device_bytes > options_.budget_bytes) {
+      exact_failure_ = run.error ? run.error->message
+                                 : fmt::format("peak {} ({} bytes)",
+                                               units::format_bytes(static_cast<double>(run.metrics.peak_device_bytes)),
+                                               run.metrics.peak_device_bytes);
       return false;
+    }
     // The same ring with its names and shapes: the builder assigns ids in the same order either way.
     RingTrace ring = build_ring_trace(graphs_, options_.cycles, placement_);
     if (ring.trace.ops.size() != view.base->ring().trace.ops.size() ||
@@ -641,6 +660,7 @@ private:
   mutable std::map<std::pair<int, Placement>, std::shared_ptr<const Layout>> layouts_;     // per (cycles, placement)
   mutable std::map<std::pair<int, Placement>, std::shared_ptr<const UnrolledRing>> rings_; // kept across recomputes
   bool reached_peak_ = false;
+  mutable std::string exact_failure_; // why the last exact check failed, for the message when the candidates run out
 };
 
 } // namespace

@@ -19,6 +19,7 @@
 #include "memsim/planners/plan.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct RingOptions {
   IdleMetric idle_metric = IdleMetric::inactive;
   int cycles = 3;        // emitted cycles; the steady iteration is their mean from the second on
   bool multiplex = true; // false: FW_{j+1} always runs after BW_j
+  // Called on the first round and every kProgressRounds after it with the scheduler's state (PlanRequest::progress).
+  std::function<void(const std::string&)> progress;
+  std::string label; // names the ring in progress lines, e.g. "ring 1x27"
 };
 
 struct RingDecision {

@@ -21,6 +21,9 @@ struct PlanRequest {
   std::uint64_t budget_bytes = 0; // per device; 0 = the GPU's memory
   int devices = 1;
   nlohmann::json params = nlohmann::json::object(); // validated and completed with defaults
+  // Planners that can run for minutes (μ-TWO's ring near its largest N) call it now and then with a one-line status,
+  // for a progress line; empty: nobody listens. Never part of the plan.
+  std::function<void(const std::string&)> progress;
 };
 
 using PlanFunction = std::function<Plan(const Trace&, const Machine&, const PlanRequest&)>;
