@@ -33,8 +33,8 @@ struct RingOptions {
   int cycles = 3;        // emitted cycles; the steady iteration is their mean from the second on
   bool multiplex = true; // false: FW_{j+1} always runs after BW_j
   // Called on the first round and every kProgressRounds after it with the scheduler's state (PlanRequest::progress).
-  std::function<void(const std::string&)> progress;
-  std::string label; // names the ring in progress lines, e.g. "ring 1x27"
+  std::function<void(const std::string&)> progress = nullptr;
+  std::string label = "ring"; // names the ring in progress lines, e.g. "ring 1x27"
 };
 
 struct RingDecision {

@@ -48,7 +48,7 @@ struct ScaleStudy {
   // at most this x keep-all's time on the same workload with unlimited GPU memory.
   std::optional<double> max_overhead;
   SimOptions simulation;
-  std::function<void(const std::string&)> planner_progress; // each probe's PlanRequest::progress
+  std::function<void(const std::string&)> planner_progress = nullptr; // each probe's PlanRequest::progress
 };
 
 // An experiment's `search:` block: what every (workload, planner, budget, bandwidth) cell searches for.

@@ -23,7 +23,7 @@ struct PlanRequest {
   nlohmann::json params = nlohmann::json::object(); // validated and completed with defaults
   // Planners that can run for minutes (μ-TWO's ring near its largest N) call it now and then with a one-line status,
   // for a progress line; empty: nobody listens. Never part of the plan.
-  std::function<void(const std::string&)> progress;
+  std::function<void(const std::string&)> progress = nullptr;
 };
 
 using PlanFunction = std::function<Plan(const Trace&, const Machine&, const PlanRequest&)>;
