@@ -41,6 +41,9 @@ struct SwapEmission {
   // SuperNeurons' LRU tensor cache: the device copy of an offloaded tensor stays until the account needs room (least
   // recently offloaded first), and a tensor still cached when its prefetch is due needs no transfer.
   bool cache = false;
+  // The sequence's generation_ends (sequence.hpp), when the caller already holds them (μ-TWO's exact check emits
+  // one sequence under thousands of sets of moved tensors); computed here when null.
+  const std::vector<std::vector<TensorId>>* generation_ends = nullptr;
 };
 
 struct SwapResult {

@@ -144,7 +144,7 @@ public:
                                      options_.planner, result.decisions.size(),
                                      units::format_bytes(static_cast<double>(view.peak)), view.peak,
                                      units::format_bytes(static_cast<double>(options_.budget_bytes)),
-                                     options_.budget_bytes, exact_failure_));
+                                     options_.budget_bytes, named_exact_failure()));
       if (candidates.empty())
         throw Infeasible(fmt::format("{}: the candidates ran out with the ring's peak at {} ({} bytes) over the "
                                      "budget {} ({} bytes) after {} swaps and recomputations",
@@ -588,41 +588,76 @@ private:
     return recompute_lineage(*analyses_[sub], stats_[sub], dropped_[sub], swapped_[sub], tensor);
   }
 
-  // The exact check: the emitted ring (options.cycles cycles) runs within the budget on the fast engine.
-  bool try_emit(RingSchedule& result) const
+  // The ring's plan for the current decisions, each step in the cycle of the compute entry it follows. Throws
+  // Infeasible when the emitter's account does not fit. `analysis`: of the view's ring or of the same ring with names.
+  Plan exact_plan(const View& view, const TraceAnalysis& analysis) const
   {
-    View view = make_view(placement_, options_.cycles, swaps_);
     Plan plan;
     plan.budget_bytes = options_.budget_bytes;
     SwapEmission emission;
     emission.planner = options_.planner;
     emission.budget_bytes = options_.budget_bytes;
-    try {
-      emit_with_swaps(view.base->analysis(), view.base->sequence, view.moved, emission, plan);
-    } catch (const Infeasible& error) {
-      exact_failure_ = error.what();
-      return false;
-    }
-    // Each step runs in the cycle of the compute entry it follows (steps come out in sequence order).
-    std::size_t position = 0;
+    emission.generation_ends = &view.base->ends;
+    emit_with_swaps(analysis, view.base->sequence, view.moved, emission, plan);
+    std::size_t position = 0; // steps come out in sequence order
     int cycle = 0;
     for (Step& step : plan.steps) {
       if (step.kind == StepKind::compute || step.kind == StepKind::recompute)
         cycle = view.base->cycle_of[std::min(position++, view.base->cycle_of.size() - 1)];
       step.iteration = cycle;
     }
+    return plan;
+  }
+
+  // Why `run` does not fit the budget, or nullopt when it does.
+  std::optional<std::string> exact_failure(const RunResult& run) const
+  {
+    if (run.error)
+      return run.error->message;
+    if (!run.metrics.feasible || run.metrics.peak_device_bytes > options_.budget_bytes)
+      return fmt::format("peak {} ({} bytes)", units::format_bytes(static_cast<double>(run.metrics.peak_device_bytes)),
+                         run.metrics.peak_device_bytes);
+    return std::nullopt;
+  }
+
+  // The last exact check's failure again, on the named ring, so that the message names its tensors (the checks
+  // themselves run the probe ring, whose tensors have no names).
+  std::string named_exact_failure() const
+  {
+    const View view = make_view(placement_, options_.cycles, swaps_);
+    const RingTrace ring = build_ring_trace(graphs_, options_.cycles, placement_);
+    const TraceAnalysis analysis(ring.trace);
+    Plan plan;
+    try {
+      plan = exact_plan(view, analysis);
+    } catch (const Infeasible& error) {
+      return error.what();
+    }
+    SimOptions simulation;
+    simulation.record_timeline = false;
+    const std::optional<std::string> failure = exact_failure(simulate_fast(ring.trace, machine_, plan, simulation));
+    if (!failure)
+      throw std::logic_error("mu-two: the named ring fits where the probe ring did not");
+    return *failure;
+  }
+
+  // The exact check: the emitted ring (options.cycles cycles) runs within the budget on the fast engine.
+  bool try_emit(RingSchedule& result) const
+  {
+    const View view = make_view(placement_, options_.cycles, swaps_);
+    Plan plan;
+    try {
+      plan = exact_plan(view, view.base->analysis());
+    } catch (const Infeasible&) {
+      return false;
+    }
     SimOptions simulation;
     simulation.record_timeline = false;
     // The probe ring lacks only names, types and shapes, which the engine does not read: a failed check (thousands
     // of them once the estimator fits and the engine does not) then costs no named ring.
     const RunResult run = simulate_fast(view.base->ring().trace, machine_, plan, simulation);
-    if (run.error || !run.metrics.feasible || run.metrics.peak_device_bytes > options_.budget_bytes) {
-      exact_failure_ = run.error ? run.error->message
-                                 : fmt::format("peak {} ({} bytes)",
-                                               units::format_bytes(static_cast<double>(run.metrics.peak_device_bytes)),
-                                               run.metrics.peak_device_bytes);
+    if (exact_failure(run))
       return false;
-    }
     // The same ring with its names and shapes: the builder assigns ids in the same order either way.
     RingTrace ring = build_ring_trace(graphs_, options_.cycles, placement_);
     if (ring.trace.ops.size() != view.base->ring().trace.ops.size() ||
@@ -660,7 +695,6 @@ private:
   mutable std::map<std::pair<int, Placement>, std::shared_ptr<const Layout>> layouts_;     // per (cycles, placement)
   mutable std::map<std::pair<int, Placement>, std::shared_ptr<const UnrolledRing>> rings_; // kept across recomputes
   bool reached_peak_ = false;
-  mutable std::string exact_failure_; // why the last exact check failed, for the message when the candidates run out
 };
 
 } // namespace
