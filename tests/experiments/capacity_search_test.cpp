@@ -291,14 +291,14 @@ TEST(ScaleStudy, OverheadLimitComparesWithKeepAllOnAnUnlimitedGpu)
   parse_workload_spec("test-chain", study);
   // keep-all's plan does not depend on memory, so its time is the reference exactly, and a limit of 1 admits it.
   const Trace at_ten = workload_at(study, 10);
-  const double reference_s = unlimited_keep_all_time_s(at_ten, study.machine, study.simulation);
+  const double reference_s = unlimited_keep_all(at_ten, study.machine, study.simulation).time_s;
   study.max_overhead = 1.0;
   const ProbeOutcome keep_all = probe_study(study, 10);
   ASSERT_TRUE(keep_all.feasible) << keep_all.reason;
   EXPECT_DOUBLE_EQ(keep_all.iteration_time_s, reference_s);
   // The reference exists where keep-all itself runs out of memory: 40 GB of activations at batch 5000 on the 32 GiB
   // V100 (the chain's op times do not depend on the batch, so it is the same time).
-  EXPECT_DOUBLE_EQ(unlimited_keep_all_time_s(workload_at(study, 5000), study.machine, study.simulation), reference_s);
+  EXPECT_DOUBLE_EQ(unlimited_keep_all(workload_at(study, 5000), study.machine, study.simulation).time_s, reference_s);
   EXPECT_FALSE(probe_study(study, 5000).feasible);
   // √n checkpointing recomputes, so it is slower than the reference: the limit decides on either side of its ratio.
   study.planner = "checkpoint-sqrt";
@@ -313,6 +313,32 @@ TEST(ScaleStudy, OverheadLimitComparesWithKeepAllOnAnUnlimitedGpu)
   const ProbeOutcome over = probe_study(study, 10);
   EXPECT_FALSE(over.feasible);
   EXPECT_THAT(over.reason, HasSubstr("keep-all's"));
+}
+
+// μ-TWO's ring runs several cycles of a one-iteration workload: the limit compares its time per iteration with
+// keep-all's single iteration, not the whole run's (which is several times keep-all's).
+TEST(ScaleStudy, OverheadLimitComparesARingPerIteration)
+{
+  ASSERT_TRUE(kTestChainRegistered);
+  ScaleStudy study = small_cnn_study();
+  parse_workload_spec("test-chain:batch=3", study);
+  set_axis(study, ScaleAxis::models, "");
+  study.budget_bytes = 0; // the GPU's memory: nothing is swapped
+  study.planner = "mu-two";
+  study.planner_params = {{"partitions", "finest"}, {"include_full_fusion", false}};
+  const double reference_s = unlimited_keep_all(workload_at(study, 2), study.machine, study.simulation).time_s;
+  const ProbeOutcome ring = probe_study(study, 2);
+  ASSERT_TRUE(ring.feasible) << ring.reason;
+  // Two one-model sub-arrays take about keep-all's time on the two fused models per cycle, and the run has several.
+  ASSERT_GT(ring.iteration_time_s, 2 * reference_s);
+  study.max_overhead = 2.0;
+  const ProbeOutcome limited = probe_study(study, 2);
+  EXPECT_TRUE(limited.feasible) << limited.reason;
+  EXPECT_DOUBLE_EQ(limited.iteration_time_s, ring.iteration_time_s);
+  study.max_overhead = 1.0 + 1e-9; // no ring is faster than keep-all fused on an unlimited GPU
+  const ProbeOutcome over = probe_study(study, 2);
+  ASSERT_FALSE(over.feasible);
+  EXPECT_THAT(over.reason, HasSubstr("iterations, per 1 of keep-all's"));
 }
 
 // A step scales a number parameter: axis value v sets channel_scale to v x 0.125, so value 8 is the whole-number

@@ -239,7 +239,8 @@ void add_max_scale_command(CLI::App& app, Context& context)
   command
       ->add_option("--max-overhead", options->max_overhead,
                    "also require the iteration time <= this x keep-all's on the same workload with unlimited GPU "
-                   "memory (DTR's and DyNN-Offload's max-batch rule: 2)")
+                   "memory (DTR's and DyNN-Offload's max-batch rule: 2), per iteration when the plan runs more "
+                   "iterations than the workload (mu-two's ring)")
       ->check(CLI::Range(1.0, 1e6));
   command->add_option("--start", options->start, "smallest value tried")->default_val(1);
   command->add_option("--limit", options->limit, "largest value tried")->default_val(1 << 16);

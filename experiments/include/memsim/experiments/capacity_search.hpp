@@ -14,7 +14,7 @@ namespace memsim::experiments {
 
 struct ProbeOutcome {
   bool feasible = false;
-  double iteration_time_s = 0; // when feasible
+  double iteration_time_s = 0; // when feasible: the run's time, every iteration of the plan (μ-TWO's ring: its cycles)
   double samples_per_s = 0;    // when feasible
   std::string reason;          // when infeasible: why (no plan, OOM, below the throughput floor, ...)
 };

@@ -12,6 +12,7 @@
 #include "memsim/sim/simulator.hpp"
 #include "memsim/traces/trace.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -45,7 +46,8 @@ struct ScaleStudy {
   std::uint64_t budget_bytes = 0;          // 0: the GPU's memory
   std::optional<double> min_samples_per_s; // the throughput floor, when asked for
   // The runtime-overhead limit (DTR's and DyNN-Offload's max-batch convention): a value trains only when its time is
-  // at most this x keep-all's time on the same workload with unlimited GPU memory.
+  // at most this x keep-all's time on the same workload with unlimited GPU memory (per iteration when the plan runs
+  // more iterations than the workload has).
   std::optional<double> max_overhead;
   SimOptions simulation;
   std::function<void(const std::string&)> planner_progress = nullptr; // each probe's PlanRequest::progress
@@ -86,8 +88,13 @@ Trace workload_at(const ScaleStudy& study, std::int64_t value);
 // such a planner gets the single model and `models = N` instead of the N-model fused trace.
 bool planner_fuses_models(const std::string& planner);
 
-// Keep-all's iteration time on `trace` with every GPU's memory unlimited: the reference of `max_overhead`.
-double unlimited_keep_all_time_s(const Trace& trace, const Machine& machine, const SimOptions& simulation);
+// Keep-all on `trace` with every GPU's memory unlimited, the reference of `max_overhead`: its time (every iteration)
+// and its number of iterations.
+struct KeepAllReference {
+  double time_s = 0;
+  std::size_t iterations = 1;
+};
+KeepAllReference unlimited_keep_all(const Trace& trace, const Machine& machine, const SimOptions& simulation);
 
 // Plan + simulate at one value. InputErrors of the generator (a bad value) propagate; no plan, a planner that
 // refuses the workload (no chain view) and an infeasible simulation are outcomes.
