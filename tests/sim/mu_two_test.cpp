@@ -274,5 +274,49 @@ TEST(MuTwo, SequentialPairsFitMoreModelsWhenWeightsDominate)
   EXPECT_NO_THROW((void)make_plan("mu-two", chain, small_host, request));
 }
 
+// A ring's floor: every sub-array's weights and inputs (never candidates) stay resident while each op holds its own
+// inputs, outputs and workspace. 1+1 of the weight-heavy chain: 2 x 61 MB, and b2's g2, a1, g1 and dw2 (23 MB).
+TEST(MuTwo, RefusesARingBelowItsFloorAtOnce)
+{
+  const Trace chain = weight_heavy_chain();
+  constexpr std::uint64_t floor = 2 * (3 * 20 * MB + MB) + 23 * MB;
+  const nlohmann::json params = {{"models", 2}, {"include_full_fusion", false}};
+  try {
+    (void)plan_with("mu-two", chain, floor - 1, params);
+    ADD_FAILURE() << "planned below the floor";
+  } catch (const Infeasible& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("whatever is swapped or recomputed"), std::string::npos) << message;
+    EXPECT_NE(message.find("(122000000 bytes) throughout, and op 'b2' of sub-array 0 holds 21.93MiB (23000000 "
+                           "bytes) more"),
+              std::string::npos)
+        << message;
+  }
+  // The loop that spends every candidate agrees: with one cycle, where the floor is not checked, it refuses too.
+  nlohmann::json one_cycle = params;
+  one_cycle["cycles"] = 1;
+  try {
+    (void)plan_with("mu-two", chain, floor - 1, one_cycle);
+    ADD_FAILURE() << "one cycle planned below the floor";
+  } catch (const Infeasible& error) {
+    EXPECT_EQ(std::string(error.what()).find("whatever is swapped"), std::string::npos) << error.what();
+  }
+  // Whatever fits holds at least the floor.
+  int planned = 0;
+  for (const std::uint64_t budget : {floor, floor + MB, floor + 3 * MB, kOnePairPeak}) {
+    try {
+      const Plan plan = plan_with("mu-two", chain, budget, params);
+      const RunResult run = fast_run(chain, plan);
+      ASSERT_TRUE(run.metrics.feasible) << budget;
+      EXPECT_GE(run.metrics.peak_device_bytes, floor) << budget;
+      EXPECT_LE(run.metrics.peak_device_bytes, budget);
+      ++planned;
+    } catch (const Infeasible& error) {
+      EXPECT_EQ(std::string(error.what()).find("whatever is swapped"), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_GE(planned, 1);
+}
+
 } // namespace
 } // namespace memsim

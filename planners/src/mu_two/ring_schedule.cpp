@@ -6,6 +6,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
+#include "memsim/sim/memory_floor.hpp"
 #include "memsim/sim/simulator.hpp"
 #include "memsim/sim/trace_analysis.hpp"
 
@@ -127,6 +128,7 @@ public:
 
   RingSchedule run()
   {
+    refuse_below_floor();
     RingSchedule result;
     for (std::size_t round = 0;; ++round) {
       const View view = make_view(placement_, kScheduleCycles, swaps_);
@@ -158,6 +160,47 @@ public:
 private:
   const Trace& graph(int j) const { return *graphs_[static_cast<std::size_t>(j)]; }
   int sub_arrays() const { return static_cast<int>(graphs_.size()); }
+
+  // Refuses at once a ring that no decisions can fit, where the loop would spend every candidate to learn it (hours
+  // at the largest N). Candidates are activations, so every sub-array's preexisting tensors (weights, optimizer
+  // state, inputs) stay resident from t = 0 to their uses in the last cycle; every op of every graph runs in the
+  // prologue or cycle 0, and with a later cycle those tensors are all resident then, beside what the op holds.
+  void refuse_below_floor() const
+  {
+    if (options_.cycles < 2)
+      return; // one cycle: an op may run after the last use of another sub-array's weights
+    std::uint64_t preexisting = 0, working = 0;
+    int worst_graph = 0;
+    OpId worst_op = 0;
+    for (int j = 0; j < sub_arrays(); ++j) {
+      const TraceAnalysis& analysis = *analyses_[static_cast<std::size_t>(j)];
+      preexisting += preexisting_bytes(analysis);
+      for (const Op& op : graph(j).ops)
+        if (const std::uint64_t bytes = working_bytes(analysis, op.id); bytes > working) {
+          working = bytes;
+          worst_graph = j;
+          worst_op = op.id;
+        }
+    }
+    if (preexisting + working <= options_.budget_bytes)
+      return;
+    throw Infeasible(fmt::format(
+        "{}: {} cannot fit the budget {} ({} bytes) whatever is swapped or recomputed: its sub-arrays' weights, "
+        "optimizer state and inputs take {} ({} bytes) throughout, and op '{}' of sub-array {} holds {} ({} bytes) "
+        "more while it runs (its inputs, outputs and workspace), {} bytes in all",
+        options_.planner, options_.label, units::format_bytes(static_cast<double>(options_.budget_bytes)),
+        options_.budget_bytes, units::format_bytes(static_cast<double>(preexisting)), preexisting,
+        graph(worst_graph).op(worst_op).name, worst_graph, units::format_bytes(static_cast<double>(working)), working,
+        preexisting + working));
+  }
+
+  // The fast engine's run of `plan` on a ring trace, without a timeline (the checks read only its metrics).
+  RunResult simulate_ring(const Trace& ring, const Plan& plan) const
+  {
+    SimOptions simulation;
+    simulation.record_timeline = false;
+    return simulate_fast(ring, machine_, plan, simulation);
+  }
 
   std::shared_ptr<const Layout> layout(const Placement& placement, int cycles) const
   {
@@ -633,9 +676,7 @@ private:
     } catch (const Infeasible& error) {
       return error.what();
     }
-    SimOptions simulation;
-    simulation.record_timeline = false;
-    const std::optional<std::string> failure = exact_failure(simulate_fast(ring.trace, machine_, plan, simulation));
+    const std::optional<std::string> failure = exact_failure(simulate_ring(ring.trace, plan));
     if (!failure)
       throw std::logic_error("mu-two: the named ring fits where the probe ring did not");
     return *failure;
@@ -651,11 +692,9 @@ private:
     } catch (const Infeasible&) {
       return false;
     }
-    SimOptions simulation;
-    simulation.record_timeline = false;
     // The probe ring lacks only names, types and shapes, which the engine does not read: a failed check (thousands
     // of them once the estimator fits and the engine does not) then costs no named ring.
-    const RunResult run = simulate_fast(view.base->ring().trace, machine_, plan, simulation);
+    const RunResult run = simulate_ring(view.base->ring().trace, plan);
     if (exact_failure(run))
       return false;
     // The same ring with its names and shapes: the builder assigns ids in the same order either way.

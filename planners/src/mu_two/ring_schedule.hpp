@@ -11,6 +11,9 @@
 // reached: later swaps are prefetched right before their use, case 1). The overhead is what the §6.5 list-scheduling
 // estimator says the swap adds to the probe cycle; the case (2a, 2b, 3, 1a, 1b) is recorded. The loop stops when the
 // plan, emitted with memory-safe deps on the unrolled ring, runs within the budget on the fast engine.
+//
+// A ring below its floor is refused before the loop: the sub-arrays' preexisting tensors (weights, optimizer state,
+// inputs), which no decision moves, plus the most any op holds besides them (memsim/sim/memory_floor.hpp).
 #include "ring_trace.hpp"
 
 #include "../capuchin_schedule.hpp"
@@ -57,7 +60,8 @@ struct RingSchedule {
   std::uint64_t peak_bytes = 0;       // the fast engine's
 };
 
-// `graphs[j]`: sub-array j's fused graph, in ring order. Throws Infeasible when the candidates run out.
+// `graphs[j]`: sub-array j's fused graph, in ring order. Throws Infeasible below the floor or when the candidates run
+// out.
 RingSchedule schedule_ring(const std::vector<const Trace*>& graphs, const Machine& machine, const RingOptions& options);
 
 } // namespace memsim::planning::mu_two
