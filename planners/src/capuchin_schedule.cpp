@@ -67,25 +67,24 @@ std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const st
 }
 
 std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence,
-                                         const std::vector<std::vector<TensorId>>& ends,
-                                         const std::vector<MovedTensor>& moved, const SwapTimeline& timeline,
-                                         OffloadRelease release, std::uint64_t& peak)
+                                         const PositionLists& ends, const std::vector<MovedTensor>& moved,
+                                         const SwapTimeline& timeline, OffloadRelease release, std::uint64_t& peak)
 {
   const std::size_t entries = sequence.size();
-  std::vector<std::vector<TensorId>> release_after(entries), bring_after(entries);
-  std::vector<std::size_t> by_prefetch(moved.size());
-  std::iota(by_prefetch.begin(), by_prefetch.end(), std::size_t{0});
-  std::stable_sort(by_prefetch.begin(), by_prefetch.end(), [&](std::size_t a, std::size_t b) {
-    return moved[a].first_backward_use < moved[b].first_backward_use;
-  });
-  for (std::size_t i : by_prefetch) {
+  // Within a position only the sums count: the frees come before the brings, and neither order among themselves
+  // changes the memory or the peak.
+  std::vector<std::pair<std::size_t, TensorId>> releases, brings;
+  releases.reserve(moved.size());
+  brings.reserve(moved.size());
+  for (std::size_t i = 0; i < moved.size(); ++i) {
     std::size_t at = moved[i].last_forward_use;
     if (release == OffloadRelease::safe)
       while (at < moved[i].trigger && timeline.end[at] < timeline.offload_end[i])
         ++at;
-    release_after[at].push_back(moved[i].tensor);
-    bring_after[moved[i].trigger].push_back(moved[i].tensor);
+    releases.emplace_back(at, moved[i].tensor);
+    brings.emplace_back(moved[i].trigger, moved[i].tensor);
   }
+  const PositionLists release_after(entries, releases), bring_after(entries, brings);
   MemoryCursor cursor(analysis.trace(), analysis.resident_tensors());
   std::vector<std::uint64_t> memory;
   memory.reserve(entries);

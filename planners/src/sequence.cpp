@@ -6,11 +6,27 @@
 
 namespace memsim::planning {
 
-std::vector<std::vector<TensorId>> generation_ends(const TraceAnalysis& analysis,
-                                                   const std::vector<SequenceEntry>& sequence)
+PositionLists::PositionLists(std::size_t positions, const std::vector<std::pair<std::size_t, TensorId>>& entries)
+    : offsets_(positions + 1, 0), ids_(entries.size())
+{
+  for (const auto& entry : entries)
+    ++offsets_[entry.first + 1];
+  for (std::size_t p = 0; p < positions; ++p)
+    offsets_[p + 1] += offsets_[p];
+  std::vector<std::size_t> next(offsets_.begin(), offsets_.end() - 1);
+  for (const auto& [position, id] : entries)
+    ids_[next[position]++] = id;
+  for (std::size_t p = 0; p < positions; ++p)
+    if (offsets_[p + 1] - offsets_[p] > 1)
+      std::sort(ids_.begin() + static_cast<std::ptrdiff_t>(offsets_[p]),
+                ids_.begin() + static_cast<std::ptrdiff_t>(offsets_[p + 1]));
+}
+
+PositionLists generation_ends(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence)
 {
   const Trace& trace = analysis.trace();
-  std::vector<std::vector<TensorId>> free_after(sequence.size());
+  std::vector<std::pair<std::size_t, TensorId>> ends;
+  ends.reserve(trace.tensors.size());
   std::vector<std::int64_t> last_read(trace.tensors.size(), -1);
   std::vector<std::int64_t> produced_at(trace.tensors.size(), -1);
   auto close_generation = [&](TensorId id) {
@@ -18,7 +34,7 @@ std::vector<std::vector<TensorId>> generation_ends(const TraceAnalysis& analysis
     if (produced_at[index] < 0)
       return;
     const std::int64_t end = std::max(last_read[index], produced_at[index]);
-    free_after[static_cast<std::size_t>(end)].push_back(id);
+    ends.emplace_back(static_cast<std::size_t>(end), id);
   };
   for (std::size_t position = 0; position < sequence.size(); ++position) {
     const Op& op = trace.op(sequence[position].op);
@@ -33,16 +49,13 @@ std::vector<std::vector<TensorId>> generation_ends(const TraceAnalysis& analysis
   for (const Tensor& tensor : trace.tensors)
     if (!analysis.kept_to_end(tensor.id)) // weight gradients stay to the end
       close_generation(tensor.id);
-
-  for (auto& frees : free_after)
-    std::sort(frees.begin(), frees.end());
-  return free_after;
+  return PositionLists(sequence.size(), ends);
 }
 
 SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence, Plan& plan)
 {
   const Trace& trace = analysis.trace();
-  const std::vector<std::vector<TensorId>> free_after = generation_ends(analysis, sequence);
+  const PositionLists free_after = generation_ends(analysis, sequence);
   PlanBuilder builder(plan);
   MemoryCursor memory(trace, analysis.resident_tensors());
   for (std::size_t position = 0; position < sequence.size(); ++position) {
