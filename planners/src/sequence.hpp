@@ -33,7 +33,7 @@ public:
   std::size_t size() const { return offsets_.size() - 1; }
   std::span<const TensorId> operator[](std::size_t position) const
   {
-    return {ids_.data() + offsets_[position], offsets_[position + 1] - offsets_[position]};
+    return std::span<const TensorId>(ids_).subspan(offsets_[position], offsets_[position + 1] - offsets_[position]);
   }
 
 private:
