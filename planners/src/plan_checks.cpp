@@ -41,7 +41,7 @@ public:
       mark(trace_.ops);
       mark(plan_.extra_ops);
       for (std::size_t t = 0; t < tensor_count(); ++t)
-        initially_anywhere_.push_back(is_initially_resident(tensor(static_cast<TensorId>(t)).kind) && !produced[t]);
+        initially_anywhere_.push_back(preexists(tensor(static_cast<TensorId>(t)).kind, produced[t] != 0));
     }
     for (const Step& step : plan_.steps) {
       check_step(step);

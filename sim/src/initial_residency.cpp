@@ -66,15 +66,14 @@ public:
       return *by_tensor;
     if (by_kind)
       return *by_kind;
-    return is_initially_resident(kind) && !produced_[static_cast<std::size_t>(id)] ? Placement::device
-                                                                                   : Placement::none;
+    return preexists(kind, produced_[static_cast<std::size_t>(id)] != 0) ? Placement::device : Placement::none;
   }
 
   // The fast answer for plans without rules.
   bool on_device(int instance, TensorId id) const
   {
     if (plan_.initial_placement.empty())
-      return is_initially_resident(trace_.tensor(id).kind) && !produced_[static_cast<std::size_t>(id)];
+      return preexists(trace_.tensor(id).kind, produced_[static_cast<std::size_t>(id)] != 0);
     return where(instance, id) == Placement::device;
   }
 

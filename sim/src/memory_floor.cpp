@@ -5,16 +5,11 @@
 
 namespace memsim {
 
-bool preexisting(const TraceAnalysis& analysis, TensorId id)
-{
-  return is_initially_resident(analysis.trace().tensor(id).kind) && !analysis.producer(id);
-}
-
 std::uint64_t preexisting_bytes(const TraceAnalysis& analysis)
 {
   std::uint64_t bytes = 0;
   for (const Tensor& tensor : analysis.trace().tensors)
-    if (preexisting(analysis, tensor.id))
+    if (analysis.preexisting(tensor.id))
       bytes += tensor.bytes;
   return bytes;
 }
@@ -27,7 +22,7 @@ std::uint64_t working_bytes(const TraceAnalysis& analysis, OpId op)
   held.reserve(node.inputs.size() + node.outputs.size());
   for (const std::vector<TensorId>* ids : {&node.inputs, &node.outputs})
     for (TensorId id : *ids)
-      if (!preexisting(analysis, id))
+      if (!analysis.preexisting(id))
         held.push_back(id);
   std::sort(held.begin(), held.end());
   held.erase(std::unique(held.begin(), held.end()), held.end());

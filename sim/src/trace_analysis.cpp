@@ -35,7 +35,7 @@ TraceAnalysis::TraceAnalysis(const Trace& trace)
         readers.push_back(op.id);
     }
   for (const Tensor& tensor : trace.tensors) {
-    if (is_initially_resident(tensor.kind))
+    if (preexisting(tensor.id))
       resident_tensors_.push_back(tensor.id);
     const TensorLifetime& life = lifetime(tensor.id);
     if (life.produced_by && life.released_after)

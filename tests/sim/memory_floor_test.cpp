@@ -17,9 +17,9 @@ TEST(MemoryFloor, PreexistingAndWorkingBytes)
   trace.ops[4].workspace_bytes = 7;
   trace.ops[4].inputs.push_back(7); // g2 read twice counts once
   const TraceAnalysis analysis(trace);
-  EXPECT_TRUE(preexisting(analysis, 0));
-  EXPECT_TRUE(preexisting(analysis, 5));
-  EXPECT_FALSE(preexisting(analysis, 2));
+  EXPECT_TRUE(analysis.preexisting(0));
+  EXPECT_TRUE(analysis.preexisting(5));
+  EXPECT_FALSE(analysis.preexisting(2));
   EXPECT_EQ(preexisting_bytes(analysis), kA + 3000);
   EXPECT_EQ(working_bytes(analysis, 0), kA);                // f0: x w0 -> a0
   EXPECT_EQ(working_bytes(analysis, 4), 3 * kA + 1000 + 7); // b2: g2 a1 (w2) -> dw2 g1, and its workspace
@@ -27,7 +27,7 @@ TEST(MemoryFloor, PreexistingAndWorkingBytes)
   // A weight that no op reads still takes memory (the initial-residency rule).
   trace.tensors.push_back(Tensor{13, "unused", 500, TensorKind::weight, {}, {}, {}});
   const TraceAnalysis unused(trace);
-  EXPECT_TRUE(preexisting(unused, 13));
+  EXPECT_TRUE(unused.preexisting(13));
   EXPECT_EQ(preexisting_bytes(unused), kA + 3500);
   EXPECT_EQ(working_bytes(unused, 4), 3 * kA + 1000 + 7);
 }

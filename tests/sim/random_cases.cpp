@@ -168,7 +168,7 @@ public:
       for (TensorId id : op.outputs)
         produced.insert(id);
     for (const Tensor& tensor : trace.tensors)
-      initial_.push_back(is_initially_resident(tensor.kind) && !produced.count(tensor.id));
+      initial_.push_back(preexists(tensor.kind, produced.count(tensor.id) != 0));
     for (const Op& op : trace.ops)
       for (TensorId id : op.inputs)
         last_reader_[id] = op.id;

@@ -31,7 +31,9 @@ public:
   // Produced tensors the default schedule releases after `op`, by tensor id.
   const std::vector<TensorId>& released_after(OpId op) const { return released_after_[static_cast<std::size_t>(op)]; }
 
-  // Inputs, weights and optimizer state: on the device when the iteration starts.
+  // Inputs, weights and optimizer state that no op produces (traces/trace.hpp's `preexists`): on the device when the
+  // iteration starts, and until a plan moves them.
+  bool preexisting(TensorId id) const { return preexists(trace_->tensor(id).kind, producer(id).has_value()); }
   const std::vector<TensorId>& resident_tensors() const { return resident_tensors_; }
   std::uint64_t resident_bytes() const { return default_profile_.resident_bytes; }
   // The default schedule (ops in trace order, releases after `released_after`).

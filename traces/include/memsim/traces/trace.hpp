@@ -32,6 +32,11 @@ inline bool is_initially_resident(TensorKind kind)
   return kind == TensorKind::input || kind == TensorKind::weight || kind == TensorKind::optimizer_state;
 }
 
+// The initial-residency rule's test (DESIGN.md v2): a tensor exists on the device at t = 0, without a placement rule,
+// when its kind is initially resident and no op produces it. A validated trace never produces such a kind; traces
+// built in code may, and every account (engines, plan checks, trace analysis, memory floor) reads them alike.
+inline bool preexists(TensorKind kind, bool produced) { return is_initially_resident(kind) && !produced; }
+
 struct Tensor {
   TensorId id = 0;
   std::string name;
