@@ -32,5 +32,20 @@ TEST(MemoryFloor, PreexistingAndWorkingBytes)
   EXPECT_EQ(working_bytes(unused, 4), 3 * kA + 1000 + 7);
 }
 
+// A trace built in code may produce a tensor of an initially resident kind (validation refuses it in a file): it is
+// then not preexisting, as for the engines' initial placement, and the default schedule allocates it when produced.
+TEST(MemoryFloor, AProducedWeightIsNotPreexisting)
+{
+  Trace trace = test::make_chain(3, kA);
+  trace.tensors.push_back(Tensor{13, "made", 500, TensorKind::weight, {}, {}, {}});
+  trace.ops[1].outputs.push_back(13); // f1 makes it
+  const TraceAnalysis analysis(trace);
+  EXPECT_FALSE(analysis.preexisting(13));
+  EXPECT_EQ(analysis.resident_tensors(), (std::vector<TensorId>{0, 1, 3, 5}));
+  EXPECT_EQ(analysis.resident_bytes(), kA + 3000);
+  EXPECT_EQ(preexisting_bytes(analysis), kA + 3000);
+  EXPECT_EQ(working_bytes(analysis, 1), 2 * kA + 500); // f1: a0 (w1) -> a1 and the made weight
+}
+
 } // namespace
 } // namespace memsim
