@@ -32,11 +32,13 @@ std::vector<SequenceEntry> recompute_on_demand(const TraceAnalysis& analysis, co
   std::vector<bool> recomputed(trace.ops.size(), false);
   std::vector<SequenceEntry> sequence;
   for (const Op& op : trace.ops) {
-    if (op.phase == Phase::backward || op.phase == Phase::update) {
+    const std::span<const TensorId> inputs = analysis.inputs(op.id);
+    if ((op.phase == Phase::backward || op.phase == Phase::update) &&
+        std::any_of(inputs.begin(), inputs.end(), dropped_tensor)) {
       // The producers to recompute, found from the op's inputs back to tensors on the device. Ids are a
       // topological order, so running them by id is a valid schedule.
       std::set<OpId> needed;
-      std::vector<TensorId> work(op.inputs.begin(), op.inputs.end());
+      std::vector<TensorId> work(inputs.begin(), inputs.end());
       while (!work.empty()) {
         const TensorId id = work.back();
         work.pop_back();
@@ -45,12 +47,12 @@ std::vector<SequenceEntry> recompute_on_demand(const TraceAnalysis& analysis, co
         const OpId producer = *analysis.producer(id);
         if (recomputed[static_cast<std::size_t>(producer)] || !needed.insert(producer).second)
           continue;
-        const Op& source = trace.op(producer);
-        work.insert(work.end(), source.inputs.begin(), source.inputs.end());
+        const std::span<const TensorId> sources = analysis.inputs(producer);
+        work.insert(work.end(), sources.begin(), sources.end());
       }
       std::uint64_t recomputed_bytes = 0;
       for (OpId id : needed)
-        for (TensorId out : trace.op(id).outputs)
+        for (TensorId out : analysis.outputs(id))
           recomputed_bytes += trace.tensor(out).bytes;
       const bool keep =
           mode == RecomputeMode::speed || (mode == RecomputeMode::cost_aware && recomputed_bytes <= bottleneck_bytes);
@@ -60,7 +62,7 @@ std::vector<SequenceEntry> recompute_on_demand(const TraceAnalysis& analysis, co
           recomputed[static_cast<std::size_t>(id)] = true;
       }
       if (mode == RecomputeMode::lineage)
-        for (TensorId id : op.inputs)
+        for (TensorId id : inputs)
           if (dropped_tensor(id))
             recomputed[static_cast<std::size_t>(*analysis.producer(id))] = true;
     }

@@ -37,10 +37,10 @@ PositionLists generation_ends(const TraceAnalysis& analysis, const std::vector<S
     ends.emplace_back(static_cast<std::size_t>(end), id);
   };
   for (std::size_t position = 0; position < sequence.size(); ++position) {
-    const Op& op = trace.op(sequence[position].op);
-    for (TensorId id : op.inputs)
+    const OpId op = sequence[position].op;
+    for (TensorId id : analysis.inputs(op))
       last_read[static_cast<std::size_t>(id)] = static_cast<std::int64_t>(position);
-    for (TensorId id : op.outputs) {
+    for (TensorId id : analysis.outputs(op)) {
       close_generation(id); // a recompute starts a new generation: the old one ended at its last read
       produced_at[static_cast<std::size_t>(id)] = static_cast<std::int64_t>(position);
       last_read[static_cast<std::size_t>(id)] = -1;

@@ -32,6 +32,25 @@ TEST(TraceAnalysis, ProducersReadersAndReleases)
   EXPECT_EQ(analysis.resident_bytes(), kA + 3000);
 }
 
+// The flat lists give each op's inputs and outputs as the trace lists them, repeats and empty lists included.
+TEST(TraceAnalysis, FlatInputAndOutputLists)
+{
+  Trace trace = test::make_chain(3, kA);
+  trace.ops[4].inputs.push_back(7); // b2 reads g2 twice
+  trace.ops[6].outputs.clear();     // b0 makes nothing
+  const TraceAnalysis analysis(trace);
+  auto ids = [](std::span<const TensorId> span) { return std::vector<TensorId>(span.begin(), span.end()); };
+  EXPECT_EQ(ids(analysis.inputs(0)), (std::vector<TensorId>{0, 1}));
+  EXPECT_EQ(ids(analysis.outputs(0)), (std::vector<TensorId>{2}));
+  EXPECT_EQ(ids(analysis.inputs(4)), (std::vector<TensorId>{7, 4, 5, 7}));
+  EXPECT_EQ(ids(analysis.outputs(4)), (std::vector<TensorId>{8, 9}));
+  EXPECT_TRUE(analysis.outputs(6).empty());
+  for (const Op& op : trace.ops) {
+    EXPECT_EQ(ids(analysis.inputs(op.id)), op.inputs);
+    EXPECT_EQ(ids(analysis.outputs(op.id)), op.outputs);
+  }
+}
+
 TEST(TraceAnalysis, FreeAfterUnreadOutputsAndWeightGradients)
 {
   Trace trace = test::make_chain(3, kA);

@@ -226,8 +226,8 @@ private:
     for (std::size_t p = entries; p-- > 0;) { // a recompute belongs to the backward op after it
       const SequenceEntry& entry = built->sequence[p];
       if (!entry.recompute) {
-        next_cycle = trace.op(entry.op).iteration;
         next_graph = ring.op_graph[static_cast<std::size_t>(entry.op)];
+        next_cycle = next_graph < 0 ? 0 : next_graph / sub_arrays(); // G_j(c) is c·m + j; the prologue is cycle 0's
         next_prologue = static_cast<std::size_t>(entry.op) < ring.prologue_ops;
       }
       built->cycle_of[p] = next_cycle;
@@ -242,9 +242,10 @@ private:
     built->times.reserve(entries);
     built->position_of_op.assign(trace.ops.size(), -1);
     built->position_of_recompute.assign(trace.ops.size(), -1);
+    const TraceAnalysis& analysis = built->analysis();
     for (std::size_t p = 0; p < entries; ++p) {
       const SequenceEntry& entry = built->sequence[p];
-      const Op& op = trace.op(entry.op);
+      const std::span<const TensorId> inputs = analysis.inputs(entry.op), outputs = analysis.outputs(entry.op);
       const Origin& origin = ring.op_origin[static_cast<std::size_t>(entry.op)];
       built->times.push_back(stats_[static_cast<std::size_t>(origin.sub_array)].op_time[origin.id]);
       std::int64_t& first =
@@ -252,17 +253,17 @@ private:
       if (first < 0)
         first = static_cast<std::int64_t>(p);
       const auto at = static_cast<std::int64_t>(p);
-      for (TensorId id : op.inputs)
+      for (TensorId id : inputs)
         built->last_use[static_cast<std::size_t>(id)] = at;
-      if (!entry.recompute && forward_like(op.phase)) {
-        for (TensorId id : op.outputs) {
+      if (!entry.recompute && forward_like(trace.op(entry.op).phase)) {
+        for (TensorId id : outputs) {
           built->last_forward_use[static_cast<std::size_t>(id)] = at;
           built->produced_at[static_cast<std::size_t>(id)] = at;
         }
-        for (TensorId id : op.inputs)
+        for (TensorId id : inputs)
           built->last_forward_use[static_cast<std::size_t>(id)] = at;
       } else {
-        for (TensorId id : op.inputs)
+        for (TensorId id : inputs)
           if (built->first_backward_use[static_cast<std::size_t>(id)] < 0)
             built->first_backward_use[static_cast<std::size_t>(id)] = at;
       }
