@@ -35,7 +35,7 @@ public:
               const std::vector<MovedTensor>& moved, const SwapEmission& emission, Plan& plan)
       : trace_(analysis.trace()), sequence_(sequence), moved_(moved), emission_(emission), builder_(plan),
         memory_(trace_, analysis.resident_tensors()), state_(moved.size()), offloads_after_(sequence.size()),
-        owned_ends_(emission.generation_ends ? PositionLists{} : generation_ends(analysis, sequence)),
+        owned_ends_(emission.generation_ends ? FlatLists{} : generation_ends(analysis, sequence)),
         free_after_(emission.generation_ends ? *emission.generation_ends : owned_ends_),
         allocation_of_(sequence.size()), freed_bytes_(sequence.size()), moved_index_(trace_.tensors.size(), -1)
   {
@@ -300,8 +300,8 @@ private:
   MemoryCursor memory_;
   std::vector<MovedState> state_;
   std::vector<std::vector<std::size_t>> offloads_after_;
-  PositionLists owned_ends_; // generation_ends when the caller gave none
-  const PositionLists& free_after_;
+  FlatLists owned_ends_; // generation_ends when the caller gave none
+  const FlatLists& free_after_;
   std::vector<std::uint64_t> allocation_of_; // outputs + workspace of each entry
   std::vector<std::uint64_t> freed_bytes_;   // what the frees after each entry release
   std::vector<std::int64_t> moved_index_;    // per tensor: its index in moved_, or -1

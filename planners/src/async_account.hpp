@@ -43,7 +43,7 @@ struct SwapEmission {
   bool cache = false;
   // The sequence's generation_ends (sequence.hpp), when the caller already holds them (μ-TWO's exact check emits
   // one sequence under thousands of sets of moved tensors); computed here when null.
-  const PositionLists* generation_ends = nullptr;
+  const FlatLists* generation_ends = nullptr;
 };
 
 struct SwapResult {

@@ -67,7 +67,7 @@ std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const st
 }
 
 std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence,
-                                         const PositionLists& ends, const std::vector<MovedTensor>& moved,
+                                         const FlatLists& ends, const std::vector<MovedTensor>& moved,
                                          const SwapTimeline& timeline, OffloadRelease release, std::uint64_t& peak)
 {
   const std::size_t entries = sequence.size();
@@ -84,7 +84,7 @@ std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const st
     releases.emplace_back(at, moved[i].tensor);
     brings.emplace_back(moved[i].trigger, moved[i].tensor);
   }
-  const PositionLists release_after(entries, releases), bring_after(entries, brings);
+  const FlatLists release_after(entries, releases), bring_after(entries, brings);
   MemoryCursor cursor(analysis.trace(), analysis.resident_tensors());
   std::vector<std::uint64_t> memory;
   memory.reserve(entries);

@@ -71,7 +71,7 @@ std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const st
 // The same with the sequence's generation_ends (sequence.hpp) already at hand, for callers that replay one sequence
 // under many sets of moved tensors.
 std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence,
-                                         const PositionLists& ends, const std::vector<MovedTensor>& moved,
+                                         const FlatLists& ends, const std::vector<MovedTensor>& moved,
                                          const SwapTimeline& timeline, OffloadRelease release, std::uint64_t& peak);
 
 } // namespace memsim::planning

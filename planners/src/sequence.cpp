@@ -2,27 +2,9 @@
 
 #include "memsim/sim/memory_cursor.hpp"
 
-#include <algorithm>
-
 namespace memsim::planning {
 
-PositionLists::PositionLists(std::size_t positions, const std::vector<std::pair<std::size_t, TensorId>>& entries)
-    : offsets_(positions + 1, 0), ids_(entries.size())
-{
-  for (const auto& entry : entries)
-    ++offsets_[entry.first + 1];
-  for (std::size_t p = 0; p < positions; ++p)
-    offsets_[p + 1] += offsets_[p];
-  std::vector<std::size_t> next(offsets_.begin(), offsets_.end() - 1);
-  for (const auto& [position, id] : entries)
-    ids_[next[position]++] = id;
-  for (std::size_t p = 0; p < positions; ++p)
-    if (offsets_[p + 1] - offsets_[p] > 1)
-      std::sort(ids_.begin() + static_cast<std::ptrdiff_t>(offsets_[p]),
-                ids_.begin() + static_cast<std::ptrdiff_t>(offsets_[p + 1]));
-}
-
-PositionLists generation_ends(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence)
+FlatLists generation_ends(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence)
 {
   const Trace& trace = analysis.trace();
   std::vector<std::pair<std::size_t, TensorId>> ends;
@@ -49,13 +31,13 @@ PositionLists generation_ends(const TraceAnalysis& analysis, const std::vector<S
   for (const Tensor& tensor : trace.tensors)
     if (!analysis.kept_to_end(tensor.id)) // weight gradients stay to the end
       close_generation(tensor.id);
-  return PositionLists(sequence.size(), ends);
+  return FlatLists(sequence.size(), ends);
 }
 
 SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence, Plan& plan)
 {
   const Trace& trace = analysis.trace();
-  const PositionLists free_after = generation_ends(analysis, sequence);
+  const FlatLists free_after = generation_ends(analysis, sequence);
   PlanBuilder builder(plan);
   MemoryCursor memory(trace, analysis.resident_tensors());
   for (std::size_t position = 0; position < sequence.size(); ++position) {

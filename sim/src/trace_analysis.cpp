@@ -28,13 +28,11 @@ TraceAnalysis::TraceAnalysis(const Trace& trace)
     : trace_(&trace), lifetimes_(default_lifetimes(trace)), readers_(trace.tensors.size()),
       released_after_(trace.ops.size())
 {
-  for (FlatLists* lists : {&inputs_, &outputs_})
-    lists->offsets.reserve(trace.ops.size() + 1);
+  inputs_.reserve(trace.ops.size());
+  outputs_.reserve(trace.ops.size());
   for (const Op& op : trace.ops) {
-    inputs_.ids.insert(inputs_.ids.end(), op.inputs.begin(), op.inputs.end());
-    inputs_.offsets.push_back(inputs_.ids.size());
-    outputs_.ids.insert(outputs_.ids.end(), op.outputs.begin(), op.outputs.end());
-    outputs_.offsets.push_back(outputs_.ids.size());
+    inputs_.push_back(op.inputs);
+    outputs_.push_back(op.outputs);
   }
   for (const Op& op : trace.ops)
     for (TensorId id : op.inputs) {

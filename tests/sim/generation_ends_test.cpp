@@ -1,6 +1,5 @@
-// The sequence helpers' per-position lists (planners/src/sequence.hpp): PositionLists groups (position, tensor)
-// pairs given in any order, each position's ids ascending; generation_ends on the 3-layer test chain, worked out by
-// hand, with and without a recompute that starts a second generation of a0.
+// The sequence helpers' generation_ends (planners/src/sequence.hpp) on the 3-layer test chain, worked out by hand,
+// with and without a recompute that starts a second generation of a0.
 #include "test_traces.hpp"
 
 #include "../../planners/src/sequence.hpp"
@@ -12,20 +11,12 @@
 namespace memsim {
 namespace {
 
-std::vector<std::vector<TensorId>> unpacked(const planning::PositionLists& lists)
+std::vector<std::vector<TensorId>> unpacked(const FlatLists& lists)
 {
   std::vector<std::vector<TensorId>> out;
   for (std::size_t p = 0; p < lists.size(); ++p)
     out.emplace_back(lists[p].begin(), lists[p].end());
   return out;
-}
-
-TEST(PositionLists, GroupsByPositionInAscendingIds)
-{
-  const planning::PositionLists lists(4, {{2, 9}, {0, 5}, {2, 3}, {2, 7}, {3, 1}});
-  EXPECT_EQ(unpacked(lists), (std::vector<std::vector<TensorId>>{{5}, {}, {3, 7, 9}, {1}}));
-  EXPECT_EQ(planning::PositionLists().size(), 0u);
-  EXPECT_EQ(unpacked(planning::PositionLists(2, {})), (std::vector<std::vector<TensorId>>{{}, {}}));
 }
 
 // make_chain(3): tensors x 0, w0 1, a0 2, w1 3, a1 4, w2 5, a2 6, g2 7, dw2 8, g1 9, dw1 10, g0 11, dw0 12;

@@ -62,7 +62,7 @@ struct Layout {
   std::vector<std::int64_t> last_forward_use, first_backward_use, produced_at, last_use; // per tensor, -1: none
   std::vector<std::int64_t> position_of_op, position_of_recompute; // per op: its first compute / recompute entry, -1
   std::vector<double> times;
-  PositionLists ends; // generation_ends of the sequence, for replay_memory
+  FlatLists ends; // generation_ends of the sequence, for replay_memory
 };
 
 // The unrolled ring under a set of decisions: its layout, moved tensors, estimated timeline and memory.

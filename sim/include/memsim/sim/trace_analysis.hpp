@@ -3,6 +3,7 @@
 // tensor, its default lifetime (traces/views.hpp's default_lifetimes, the one implementation of the framework's
 // release rules), the tensors released after each op, and the default schedule's memory profile (priced by the
 // MemoryCursor, the one sequential memory account). Build it once per trace (`analyze`) and pass it around.
+#include "memsim/sim/flat_lists.hpp"
 #include "memsim/traces/trace.hpp"
 #include "memsim/traces/views.hpp"
 
@@ -27,8 +28,8 @@ public:
   std::optional<OpId> first_read(TensorId id) const;
   // An op's inputs and outputs, as the trace lists them, from two flat arrays: loops over long sequences (mu-two's
   // unrolled rings, 10^5 ops of 312 bytes whose lists live in separate blocks) read these, not the ops.
-  std::span<const TensorId> inputs(OpId op) const { return slice(inputs_, op); }
-  std::span<const TensorId> outputs(OpId op) const { return slice(outputs_, op); }
+  std::span<const TensorId> inputs(OpId op) const { return inputs_[static_cast<std::size_t>(op)]; }
+  std::span<const TensorId> outputs(OpId op) const { return outputs_[static_cast<std::size_t>(op)]; }
   // The ops that read `id`, in trace order, each once.
   const std::vector<OpId>& readers(TensorId id) const { return readers_[static_cast<std::size_t>(id)]; }
   // Produced and never released by the default schedule (weight gradients): it lives to the end of the iteration.
@@ -45,16 +46,6 @@ public:
   const MemoryProfile& default_profile() const { return default_profile_; }
 
 private:
-  struct FlatLists {
-    std::vector<std::size_t> offsets{0}; // op o's ids are ids[offsets[o], offsets[o + 1])
-    std::vector<TensorId> ids;
-  };
-  static std::span<const TensorId> slice(const FlatLists& lists, OpId op)
-  {
-    const auto o = static_cast<std::size_t>(op);
-    return std::span<const TensorId>(lists.ids).subspan(lists.offsets[o], lists.offsets[o + 1] - lists.offsets[o]);
-  }
-
   const Trace* trace_;
   FlatLists inputs_, outputs_;
   std::vector<TensorLifetime> lifetimes_;
