@@ -31,9 +31,10 @@ std::vector<SequenceEntry> recompute_on_demand(const TraceAnalysis& analysis, co
   // Ops whose recomputed outputs are still on the device (speed mode): later reads use them.
   std::vector<bool> recomputed(trace.ops.size(), false);
   std::vector<SequenceEntry> sequence;
-  for (const Op& op : trace.ops) {
-    const std::span<const TensorId> inputs = analysis.inputs(op.id);
-    if ((op.phase == Phase::backward || op.phase == Phase::update) &&
+  for (OpId op = 0; op < static_cast<OpId>(trace.ops.size()); ++op) {
+    const std::span<const TensorId> inputs = analysis.inputs(op);
+    const Phase phase = analysis.phase(op);
+    if ((phase == Phase::backward || phase == Phase::update) &&
         std::any_of(inputs.begin(), inputs.end(), dropped_tensor)) {
       // The producers to recompute, found from the op's inputs back to tensors on the device. Ids are a
       // topological order, so running them by id is a valid schedule.
@@ -66,7 +67,7 @@ std::vector<SequenceEntry> recompute_on_demand(const TraceAnalysis& analysis, co
           if (dropped_tensor(id))
             recomputed[static_cast<std::size_t>(*analysis.producer(id))] = true;
     }
-    sequence.push_back({op.id, false});
+    sequence.push_back({op, false});
   }
   return sequence;
 }

@@ -28,18 +28,17 @@ FlatLists generation_ends(const TraceAnalysis& analysis, const std::vector<Seque
       last_read[static_cast<std::size_t>(id)] = -1;
     }
   }
-  for (const Tensor& tensor : trace.tensors)
-    if (!analysis.kept_to_end(tensor.id)) // weight gradients stay to the end
-      close_generation(tensor.id);
+  for (TensorId id = 0; id < static_cast<TensorId>(trace.tensors.size()); ++id) // by id: a Tensor is 100+ bytes
+    if (!analysis.kept_to_end(id))                                              // weight gradients stay to the end
+      close_generation(id);
   return FlatLists(sequence.size(), ends);
 }
 
 SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence, Plan& plan)
 {
-  const Trace& trace = analysis.trace();
   const FlatLists free_after = generation_ends(analysis, sequence);
   PlanBuilder builder(plan);
-  MemoryCursor memory(trace, analysis.resident_tensors());
+  MemoryCursor memory(analysis, analysis.resident_tensors());
   for (std::size_t position = 0; position < sequence.size(); ++position) {
     const OpId op = sequence[position].op;
     if (sequence[position].recompute)

@@ -1,5 +1,7 @@
 #include "memsim/sim/memory_cursor.hpp"
 
+#include "memsim/sim/trace_analysis.hpp"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -12,6 +14,18 @@ MemoryCursor::MemoryCursor(const Trace& trace, std::span<const TensorId> on_devi
 {
   for (const Tensor& tensor : trace.tensors)
     bytes_[static_cast<std::size_t>(tensor.id)] = tensor.bytes;
+  start(on_device, counted_elsewhere);
+}
+
+MemoryCursor::MemoryCursor(const TraceAnalysis& analysis, std::span<const TensorId> on_device,
+                           std::span<const TensorId> counted_elsewhere)
+    : trace_(&analysis.trace()), analysis_(&analysis), bytes_(analysis.tensor_bytes()), on_device_(bytes_.size(), 0)
+{
+  start(on_device, counted_elsewhere);
+}
+
+void MemoryCursor::start(std::span<const TensorId> on_device, std::span<const TensorId> counted_elsewhere)
+{
   for (TensorId id : counted_elsewhere)
     bytes_.at(static_cast<std::size_t>(id)) = 0;
   for (TensorId id : on_device)
@@ -40,10 +54,11 @@ void MemoryCursor::note(std::uint64_t bytes, std::optional<OpId> op)
 
 std::uint64_t MemoryCursor::run(OpId id)
 {
-  const Op& op = trace_->op(id);
-  for (TensorId out : op.outputs)
+  const std::span<const TensorId> outputs =
+      analysis_ ? analysis_->outputs(id) : std::span<const TensorId>(trace_->op(id).outputs);
+  for (TensorId out : outputs)
     allocate(out);
-  const std::uint64_t during = in_use_ + op.workspace_bytes;
+  const std::uint64_t during = in_use_ + (analysis_ ? analysis_->workspace_bytes(id) : trace_->op(id).workspace_bytes);
   note(during, id);
   return during;
 }

@@ -33,7 +33,7 @@ TEST(TraceAnalysis, ProducersReadersAndReleases)
 }
 
 // The flat lists give each op's inputs and outputs as the trace lists them, repeats and empty lists included.
-TEST(TraceAnalysis, FlatInputAndOutputLists)
+TEST(TraceAnalysis, FlatInputsOutputsAndPhases)
 {
   Trace trace = test::make_chain(3, kA);
   trace.ops[4].inputs.push_back(7); // b2 reads g2 twice
@@ -48,6 +48,7 @@ TEST(TraceAnalysis, FlatInputAndOutputLists)
   for (const Op& op : trace.ops) {
     EXPECT_EQ(ids(analysis.inputs(op.id)), op.inputs);
     EXPECT_EQ(ids(analysis.outputs(op.id)), op.outputs);
+    EXPECT_EQ(analysis.phase(op.id), op.phase);
   }
 }
 

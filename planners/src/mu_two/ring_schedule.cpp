@@ -255,7 +255,7 @@ private:
       const auto at = static_cast<std::int64_t>(p);
       for (TensorId id : inputs)
         built->last_use[static_cast<std::size_t>(id)] = at;
-      if (!entry.recompute && forward_like(trace.op(entry.op).phase)) {
+      if (!entry.recompute && forward_like(analysis.phase(entry.op))) {
         for (TensorId id : outputs) {
           built->last_forward_use[static_cast<std::size_t>(id)] = at;
           built->produced_at[static_cast<std::size_t>(id)] = at;
@@ -304,7 +304,6 @@ private:
     View view;
     view.base = layout(placement, cycles);
     const Layout& base = *view.base;
-    const Trace& trace = base.ring().trace;
     for (const SwapChoice& swap : swaps)
       for (int copy = 0; copy <= cycles; ++copy) {
         const TensorId id =
@@ -325,9 +324,10 @@ private:
                               static_cast<std::size_t>(trigger)});
       }
     std::vector<double> d2h, h2d;
+    const std::vector<std::uint64_t>& bytes = base.analysis().tensor_bytes();
     for (const MovedTensor& moved : view.moved) {
-      d2h.push_back(d2h_.time(trace.tensor(moved.tensor).bytes));
-      h2d.push_back(h2d_.time(trace.tensor(moved.tensor).bytes));
+      d2h.push_back(d2h_.time(bytes[static_cast<std::size_t>(moved.tensor)]));
+      h2d.push_back(h2d_.time(bytes[static_cast<std::size_t>(moved.tensor)]));
     }
     view.timeline = list_schedule(base.times, view.moved, d2h, h2d);
     view.memory = replay_memory(base.analysis(), base.sequence, base.ends, view.moved, view.timeline,

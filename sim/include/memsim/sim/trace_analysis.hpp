@@ -30,6 +30,10 @@ public:
   // unrolled rings, 10^5 ops of 312 bytes whose lists live in separate blocks) read these, not the ops.
   std::span<const TensorId> inputs(OpId op) const { return inputs_[static_cast<std::size_t>(op)]; }
   std::span<const TensorId> outputs(OpId op) const { return outputs_[static_cast<std::size_t>(op)]; }
+  // An op's phase and workspace, and each tensor's bytes, from flat arrays, for the same loops.
+  Phase phase(OpId op) const { return phases_[static_cast<std::size_t>(op)]; }
+  std::uint64_t workspace_bytes(OpId op) const { return workspace_bytes_[static_cast<std::size_t>(op)]; }
+  const std::vector<std::uint64_t>& tensor_bytes() const { return tensor_bytes_; }
   // The ops that read `id`, in trace order, each once.
   const std::vector<OpId>& readers(TensorId id) const { return readers_[static_cast<std::size_t>(id)]; }
   // Produced and never released by the default schedule (weight gradients): it lives to the end of the iteration.
@@ -48,6 +52,8 @@ public:
 private:
   const Trace* trace_;
   FlatLists inputs_, outputs_;
+  std::vector<Phase> phases_;
+  std::vector<std::uint64_t> workspace_bytes_, tensor_bytes_;
   std::vector<TensorLifetime> lifetimes_;
   std::vector<std::vector<OpId>> readers_;
   std::vector<std::vector<TensorId>> released_after_;
