@@ -1,19 +1,14 @@
 // The core's flat per-index lists (sim/flat_lists.hpp): built from (index, tensor) pairs in any order, each index's
 // ids ascending; or appended a list at a time, each in the order given.
 #include "memsim/sim/flat_lists.hpp"
+#include "unpacked_lists.hpp"
 
 #include <gtest/gtest.h>
 
 namespace memsim {
 namespace {
 
-std::vector<std::vector<TensorId>> unpacked(const FlatLists& lists)
-{
-  std::vector<std::vector<TensorId>> out;
-  for (std::size_t i = 0; i < lists.size(); ++i)
-    out.emplace_back(lists[i].begin(), lists[i].end());
-  return out;
-}
+using test::unpacked;
 
 TEST(FlatLists, GroupsPairsByIndexInAscendingIds)
 {

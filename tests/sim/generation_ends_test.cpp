@@ -1,6 +1,7 @@
 // The sequence helpers' generation_ends (planners/src/sequence.hpp) on the 3-layer test chain, worked out by hand,
 // with and without a recompute that starts a second generation of a0.
 #include "test_traces.hpp"
+#include "unpacked_lists.hpp"
 
 #include "../../planners/src/sequence.hpp"
 
@@ -11,13 +12,7 @@
 namespace memsim {
 namespace {
 
-std::vector<std::vector<TensorId>> unpacked(const FlatLists& lists)
-{
-  std::vector<std::vector<TensorId>> out;
-  for (std::size_t p = 0; p < lists.size(); ++p)
-    out.emplace_back(lists[p].begin(), lists[p].end());
-  return out;
-}
+using test::unpacked;
 
 // make_chain(3): tensors x 0, w0 1, a0 2, w1 3, a1 4, w2 5, a2 6, g2 7, dw2 8, g1 9, dw1 10, g0 11, dw0 12;
 // ops f0 0, f1 1, f2 2, loss 3, b2 4 (g2 a1 w2 -> dw2 g1), b1 5 (g1 a0 w1 -> dw1 g0), b0 6 (g0 x w0 -> dw0).
