@@ -34,7 +34,7 @@ public:
   SwapEmitter(const TraceAnalysis& analysis, const std::vector<SequenceEntry>& sequence,
               const std::vector<MovedTensor>& moved, const SwapEmission& emission, Plan& plan)
       : trace_(analysis.trace()), sequence_(sequence), moved_(moved), emission_(emission), builder_(plan),
-        memory_(analysis, analysis.resident_tensors()), state_(moved.size()), offloads_after_(sequence.size()),
+        memory_(analysis.flat(), analysis.resident_tensors()), state_(moved.size()), offloads_after_(sequence.size()),
         owned_ends_(emission.generation_ends ? FlatLists{} : generation_ends(analysis, sequence)),
         free_after_(emission.generation_ends ? *emission.generation_ends : owned_ends_),
         allocation_of_(sequence.size()), freed_bytes_(sequence.size()), moved_index_(trace_.tensors.size(), -1)

@@ -85,7 +85,7 @@ std::vector<std::uint64_t> replay_memory(const TraceAnalysis& analysis, const st
     brings.emplace_back(moved[i].trigger, moved[i].tensor);
   }
   const FlatLists release_after(entries, releases), bring_after(entries, brings);
-  MemoryCursor cursor(analysis, analysis.resident_tensors());
+  MemoryCursor cursor(analysis.flat(), analysis.resident_tensors());
   std::vector<std::uint64_t> memory;
   memory.reserve(entries);
   for (std::size_t position = 0; position < entries; ++position) {

@@ -38,7 +38,7 @@ SequentialPlan emit_sequence(const TraceAnalysis& analysis, const std::vector<Se
 {
   const FlatLists free_after = generation_ends(analysis, sequence);
   PlanBuilder builder(plan);
-  MemoryCursor memory(analysis, analysis.resident_tensors());
+  MemoryCursor memory(analysis.flat(), analysis.resident_tensors());
   for (std::size_t position = 0; position < sequence.size(); ++position) {
     const OpId op = sequence[position].op;
     if (sequence[position].recompute)

@@ -8,7 +8,7 @@ namespace {
 MemoryProfile profile_default_schedule(const TraceAnalysis& analysis)
 {
   const Trace& trace = analysis.trace();
-  MemoryCursor cursor(analysis, analysis.resident_tensors());
+  MemoryCursor cursor(analysis.flat(), analysis.resident_tensors());
   MemoryProfile profile;
   profile.resident_bytes = cursor.start_bytes();
   profile.in_use_during.reserve(trace.ops.size());
@@ -25,22 +25,9 @@ MemoryProfile profile_default_schedule(const TraceAnalysis& analysis)
 } // namespace
 
 TraceAnalysis::TraceAnalysis(const Trace& trace)
-    : trace_(&trace), lifetimes_(default_lifetimes(trace)), readers_(trace.tensors.size()),
+    : flat_(trace), lifetimes_(default_lifetimes(trace)), readers_(trace.tensors.size()),
       released_after_(trace.ops.size())
 {
-  inputs_.reserve(trace.ops.size());
-  outputs_.reserve(trace.ops.size());
-  phases_.reserve(trace.ops.size());
-  workspace_bytes_.reserve(trace.ops.size());
-  for (const Op& op : trace.ops) {
-    inputs_.push_back(op.inputs);
-    outputs_.push_back(op.outputs);
-    phases_.push_back(op.phase);
-    workspace_bytes_.push_back(op.workspace_bytes);
-  }
-  tensor_bytes_.reserve(trace.tensors.size());
-  for (const Tensor& tensor : trace.tensors)
-    tensor_bytes_.push_back(tensor.bytes);
   for (const Op& op : trace.ops)
     for (TensorId id : op.inputs) {
       auto& readers = readers_[static_cast<std::size_t>(id)];

@@ -13,9 +13,12 @@ constexpr std::uint64_t kA = 1'000'000;
 
 // make_chain(3) ids: x 0, w0 1, a0 2, w1 3, a1 4, w2 5, a2 6, g2 7, dw2 8, g1 9, dw1 10, g0 11, dw0 12;
 // ops f0 0, f1 1, f2 2, loss 3, b2 4, b1 5, b0 6.
-// The same account whether the cursor reads the trace's ops or the analysis's flat arrays.
-void checkpointed_sequence_with_recompute(MemoryCursor memory)
+TEST(MemoryCursor, CheckpointedSequenceWithRecompute)
 {
+  Trace trace = test::make_chain(3, kA);
+  trace.ops[0].workspace_bytes = 2 * kA;
+  const TraceAnalysis analysis(trace);
+  MemoryCursor memory(analysis.flat(), analysis.resident_tensors());
   EXPECT_EQ(memory.start_bytes(), kA + 3000);
   EXPECT_EQ(memory.run(0), 4 * kA + 3000); // a0 + f0's workspace
   EXPECT_EQ(memory.in_use(), 2 * kA + 3000);
@@ -39,19 +42,11 @@ void checkpointed_sequence_with_recompute(MemoryCursor memory)
   EXPECT_EQ(memory.peak_op(), 0);
 }
 
-TEST(MemoryCursor, CheckpointedSequenceWithRecompute)
-{
-  Trace trace = test::make_chain(3, kA);
-  trace.ops[0].workspace_bytes = 2 * kA;
-  const TraceAnalysis analysis(trace);
-  checkpointed_sequence_with_recompute(MemoryCursor(trace, analysis.resident_tensors()));
-  checkpointed_sequence_with_recompute(MemoryCursor(analysis, analysis.resident_tensors()));
-}
-
 TEST(MemoryCursor, DoubleAllocationAndFreeOfAbsentTensorAreBugs)
 {
   const Trace trace = test::make_chain(3, kA);
-  MemoryCursor memory(trace, {});
+  const TraceAnalysis analysis(trace);
+  MemoryCursor memory(analysis.flat(), {});
   memory.run(0);
   EXPECT_THROW(memory.run(0), std::logic_error);  // a0 is still on the device
   EXPECT_THROW(memory.free(4), std::logic_error); // a1 was never produced
@@ -63,7 +58,8 @@ TEST(MemoryCursor, DoubleAllocationAndFreeOfAbsentTensorAreBugs)
 TEST(MemoryCursor, PrefetchPeakHasNoOp)
 {
   const Trace trace = test::make_chain(3, kA);
-  MemoryCursor memory(trace, {});
+  const TraceAnalysis analysis(trace);
+  MemoryCursor memory(analysis.flat(), {});
   EXPECT_EQ(memory.peak(), 0u);
   EXPECT_FALSE(memory.peak_op());
   memory.run(0);
@@ -79,14 +75,12 @@ TEST(MemoryCursor, TensorsCountedElsewhereWeighNothing)
   const std::vector<TensorId> live_before{6, 7}; // a2 (read by nothing later) and g2
   const std::vector<TensorId> weight_grads{8, 10, 12};
   const TraceAnalysis analysis(trace);
-  for (MemoryCursor memory :
-       {MemoryCursor(trace, live_before, weight_grads), MemoryCursor(analysis, live_before, weight_grads)}) {
-    EXPECT_EQ(memory.start_bytes(), 2 * kA);
-    EXPECT_EQ(memory.run(4), 3 * kA); // g1; dw2 is counted elsewhere
-    EXPECT_TRUE(memory.on_device(8));
-    memory.free(8);
-    EXPECT_EQ(memory.in_use(), 3 * kA);
-  }
+  MemoryCursor memory(analysis.flat(), live_before, weight_grads);
+  EXPECT_EQ(memory.start_bytes(), 2 * kA);
+  EXPECT_EQ(memory.run(4), 3 * kA); // g1; dw2 is counted elsewhere
+  EXPECT_TRUE(memory.on_device(8));
+  memory.free(8);
+  EXPECT_EQ(memory.in_use(), 3 * kA);
 }
 
 } // namespace

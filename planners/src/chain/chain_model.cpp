@@ -54,7 +54,7 @@ std::uint64_t forward_peak(const TraceAnalysis& analysis, const ChainLayer& laye
           last = std::max(last, reader);
       freed_after[last].push_back(out);
     }
-  MemoryCursor memory(trace, {});
+  MemoryCursor memory(analysis.flat(), {});
   for (OpId id : layer.forward_ops) {
     memory.run(id);
     for (TensorId out : freed_after[id])
@@ -89,7 +89,7 @@ std::uint64_t backward_peak(const TraceAnalysis& analysis, const ChainLayer& lay
   for (const Tensor& tensor : trace.tensors)
     if (tensor.kind == TensorKind::weight_grad)
       weight_grads.push_back(tensor.id);
-  MemoryCursor memory(trace, live_before, weight_grads);
+  MemoryCursor memory(analysis.flat(), live_before, weight_grads);
   for (OpId id : layer.backward_ops) {
     memory.run(id);
     for (TensorId t : freed_after[id])

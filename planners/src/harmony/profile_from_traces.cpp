@@ -4,6 +4,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/sim/memory_cursor.hpp"
+#include "memsim/sim/trace_analysis.hpp"
 
 #include <fmt/format.h>
 
@@ -59,7 +60,6 @@ struct Chain {
   std::vector<std::vector<TensorId>> states;       // optimizer state its update ops touch first
   std::vector<std::size_t> forward_producer_layer; // per tensor: chain layer of its forward producer, else kNoLayer
   std::vector<std::size_t> last_forward_reader;    // per tensor: last chain layer whose forward reads it
-  std::vector<std::vector<OpId>> readers;          // per tensor, trace order
 };
 
 Chain chain_of(const SourcedTrace& sourced)
@@ -87,14 +87,11 @@ Chain chain_of(const SourcedTrace& sourced)
   const std::size_t T = trace.tensors.size();
   chain.forward_producer_layer.assign(T, kNoLayer);
   chain.last_forward_reader.assign(T, kNoLayer);
-  chain.readers.resize(T);
 
   std::vector<std::size_t> weight_owner(T, kNoLayer);
   std::vector<bool> updated(T, false);
   bool has_update = false;
   for (const Op& op : trace.ops) {
-    for (const TensorId id : op.inputs)
-      chain.readers[static_cast<std::size_t>(id)].push_back(op.id);
     if (op.phase == Phase::update) {
       const auto found = index.find(op.layer);
       if (found == index.end())
@@ -186,7 +183,7 @@ std::uint64_t bytes_of(const Trace& trace, const std::vector<TensorId>& tensors)
 // A tensor the ops produce is allocated when its op starts, with the op's workspace, and freed after its last read
 // among the ops unless `kept_to_end(t)`.
 template <typename KeptToEnd>
-std::int64_t run_alone_peak(const SourcedTrace& sourced, const std::vector<OpId>& ops,
+std::int64_t run_alone_peak(const SourcedTrace& sourced, const TraceAnalysis& analysis, const std::vector<OpId>& ops,
                             const std::vector<TensorId>& held, const KeptToEnd& kept_to_end)
 {
   const Trace& trace = sourced.trace;
@@ -216,7 +213,7 @@ std::int64_t run_alone_peak(const SourcedTrace& sourced, const std::vector<OpId>
     if (!kept_to_end(t))
       frees[i].push_back(t);
 
-  MemoryCursor cursor(trace, resident);
+  MemoryCursor cursor(analysis.flat(), resident);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     cursor.run(ops[i]);
     for (const TensorId t : frees[i])
@@ -245,6 +242,7 @@ std::string layer_name(const Trace& trace, int layer_id, const std::vector<OpId>
 ProfiledMicrobatch profile_at_batch(const SourcedTrace& sourced, const Chain& chain)
 {
   const Trace& trace = sourced.trace;
+  const TraceAnalysis analysis(trace);
   const std::size_t L = chain.layer_ids.size();
   ProfiledMicrobatch sample;
   for (std::size_t l = 0; l < L; ++l) {
@@ -262,18 +260,19 @@ ProfiledMicrobatch profile_at_batch(const SourcedTrace& sourced, const Chain& ch
       const auto i = static_cast<std::size_t>(t);
       return chain.last_forward_reader[i] != kNoLayer && chain.last_forward_reader[i] > l;
     };
-    sample.forward_peak_bytes.push_back(run_alone_peak(sourced, chain.forward_ops[l], chain.entering[l], enters_next));
+    sample.forward_peak_bytes.push_back(run_alone_peak(sourced, analysis, chain.forward_ops[l], chain.entering[l],
+                                                       enters_next));
     // Recompute + backward: what any other op reads (dX, weight gradients, Y) stays to the end.
     const std::vector<OpId>& pass = chain.pass_ops[l];
     const auto read_elsewhere = [&](TensorId t) {
       if (trace.tensor(t).kind == TensorKind::weight_grad)
         return true;
-      for (const OpId reader : chain.readers[static_cast<std::size_t>(t)])
+      for (const OpId reader : analysis.readers(t))
         if (!std::binary_search(pass.begin(), pass.end(), reader))
           return true;
       return false;
     };
-    sample.backward_peak_bytes.push_back(run_alone_peak(sourced, pass, chain.entering[l], read_elsewhere));
+    sample.backward_peak_bytes.push_back(run_alone_peak(sourced, analysis, pass, chain.entering[l], read_elsewhere));
   }
   return sample;
 }

@@ -2,6 +2,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/units.hpp"
+#include "memsim/sim/flat_trace.hpp"
 #include "memsim/sim/memory_cursor.hpp"
 #include "memsim/sim/simulator.hpp"
 
@@ -119,7 +120,8 @@ public:
   {
     extras_ = add_extras(model_, trace_, options_, plan_);
     extended_ = trace_with_extras(trace_, plan_);
-    cursor_.emplace(extended_, analysis_.resident_tensors());
+    extended_ops_.emplace(extended_);
+    cursor_.emplace(*extended_ops_, analysis_.resident_tensors());
     making_.assign(extended_.tensors.size(), -1);
     offload_of_.assign(extended_.tensors.size(), -1);
     free_of_.assign(extended_.tensors.size(), -1);
@@ -419,6 +421,7 @@ private:
   PlanBuilder builder_{plan_};
   Extras extras_;
   Trace extended_;
+  std::optional<FlatTrace> extended_ops_; // of extended_, for the cursor
   std::optional<MemoryCursor> cursor_;
   std::vector<StepId> making_;     // the step that last made each tensor resident (for other streams' deps)
   std::vector<StepId> offload_of_; // whole tensors and parts

@@ -12,18 +12,15 @@
 
 namespace memsim {
 
-class TraceAnalysis;
+class FlatTrace;
 
 class MemoryCursor {
 public:
-  // Starts with `on_device` resident (for an iteration: the trace's initially resident tensors). Tensors in
-  // `counted_elsewhere` are tracked but weigh nothing here (the chain model counts weight gradients in its fixed
-  // memory).
-  MemoryCursor(const Trace& trace, std::span<const TensorId> on_device,
-               std::span<const TensorId> counted_elsewhere = {});
-  // The same account of the analysis's trace, read from the analysis's flat per-op and per-tensor arrays (what
-  // loops over 10^5-op rings need: an Op is 312 bytes, its lists in separate blocks).
-  MemoryCursor(const TraceAnalysis& analysis, std::span<const TensorId> on_device,
+  // An account of `ops`'s trace (a TraceAnalysis gives it: `analysis.flat()`), read from its flat arrays, which
+  // must outlive the cursor. Starts with `on_device` resident (for an iteration: the trace's initially resident
+  // tensors). Tensors in `counted_elsewhere` are tracked but weigh nothing here (the chain model counts weight
+  // gradients in its fixed memory).
+  MemoryCursor(const FlatTrace& ops, std::span<const TensorId> on_device,
                std::span<const TensorId> counted_elsewhere = {});
 
   // Runs `op`: allocates its outputs, holds its workspace while it runs and releases it after. Returns the bytes in
@@ -44,13 +41,11 @@ public:
   std::optional<OpId> peak_op() const { return peak_op_; }
 
 private:
-  void start(std::span<const TensorId> on_device, std::span<const TensorId> counted_elsewhere);
   void allocate(TensorId tensor);
   void note(std::uint64_t bytes, std::optional<OpId> op);
 
-  const Trace* trace_;
-  const TraceAnalysis* analysis_ = nullptr; // when set, ops are read from it
-  std::vector<std::uint64_t> bytes_;        // per tensor, 0 when counted elsewhere
+  const FlatTrace* ops_;
+  std::vector<std::uint64_t> bytes_; // per tensor, 0 when counted elsewhere
   std::vector<std::uint8_t> on_device_;
   std::uint64_t in_use_ = 0;
   std::uint64_t start_bytes_ = 0;
