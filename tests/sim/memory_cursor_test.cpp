@@ -1,3 +1,4 @@
+#include "memsim/sim/flat_trace.hpp"
 #include "memsim/sim/memory_cursor.hpp"
 #include "memsim/sim/trace_analysis.hpp"
 #include "test_traces.hpp"
@@ -81,6 +82,28 @@ TEST(MemoryCursor, TensorsCountedElsewhereWeighNothing)
   EXPECT_TRUE(memory.on_device(8));
   memory.free(8);
   EXPECT_EQ(memory.in_use(), 3 * kA);
+}
+
+// A FlatTrace needs no schedule of its trace: here two ops write the same tensors (as tsplit's micro-ops write parts
+// of one gradient), which the default schedule would allocate twice; the caller frees them in between.
+TEST(MemoryCursor, AccountsATraceWithoutADefaultSchedule)
+{
+  Trace trace = test::make_chain(3, kA);
+  Op again = trace.ops[4]; // b2 once more: g1 9 and dw2 8
+  again.id = 7;
+  again.workspace_bytes = 3 * kA;
+  trace.ops.push_back(again);
+  const FlatTrace ops(trace);
+  EXPECT_EQ(ops.workspace_bytes(7), 3 * kA);
+  EXPECT_EQ(ops.phase(7), Phase::backward);
+  MemoryCursor memory(ops, std::vector<TensorId>{4, 7}); // a1 and g2
+  EXPECT_EQ(memory.run(4), 3 * kA + 1000);
+  memory.free(8);
+  memory.free(9);
+  EXPECT_EQ(memory.run(7), 6 * kA + 1000); // its outputs again, with its workspace
+  EXPECT_THROW(memory.run(7), std::logic_error);
+  EXPECT_EQ(memory.peak(), 6 * kA + 1000);
+  EXPECT_EQ(memory.peak_op(), 7);
 }
 
 } // namespace
