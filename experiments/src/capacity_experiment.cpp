@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -103,7 +102,7 @@ struct SearchJob {
 
 class SearchRunner {
 public:
-  SearchRunner(std::filesystem::path dir, unsigned jobs, bool progress)
+  SearchRunner(std::filesystem::path dir, unsigned jobs, Progress progress)
       : dir_(std::move(dir)), jobs_(std::max(1u, jobs)), progress_(progress)
   {
   }
@@ -135,8 +134,7 @@ public:
           job.result = std::move(result);
           ++computed;
           ++done;
-          if (progress_)
-            fmt::print(stderr, "\r\033[K{}: {}/{} searches done", what, done, pending.size());
+          progress_.show(fmt::format("{}: {}/{} searches done", what, done, pending.size()));
         } catch (...) {
           std::lock_guard lock(mutex);
           if (!failure)
@@ -151,8 +149,7 @@ public:
     work();
     for (std::thread& thread : threads)
       thread.join();
-    if (progress_ && !pending.empty())
-      fmt::print(stderr, "\r\033[K");
+    progress_.clear();
     if (failure)
       std::rethrow_exception(failure);
   }
@@ -168,7 +165,7 @@ private:
 
   std::filesystem::path dir_;
   unsigned jobs_;
-  bool progress_;
+  ProgressLine progress_;
 };
 
 std::string optional_number(std::optional<double> value) { return value ? format_number(*value) : ""; }
@@ -344,9 +341,7 @@ CapacitySummary run_capacity_experiment(const Experiment& experiment, const std:
   const unsigned jobs = options.jobs
                             ? options.jobs
                             : (experiment.jobs ? experiment.jobs : std::max(1u, std::thread::hardware_concurrency()));
-  const bool progress =
-      options.progress == Progress::on || (options.progress == Progress::automatic && ::isatty(STDERR_FILENO));
-  SearchRunner runner(cache_dir, jobs, progress);
+  SearchRunner runner(cache_dir, jobs, options.progress);
   std::vector<CapacityCell> cells = expand_capacity_cells(experiment);
 
   // The throughput floors first: keep-all's largest batch for each workload, budget and bandwidth.

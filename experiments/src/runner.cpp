@@ -56,32 +56,6 @@ private:
   struct sigaction previous_term_ {};
 };
 
-class ProgressLine {
-public:
-  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
-  void show(std::size_t done, std::size_t total, const std::string& what)
-  {
-    if (!enabled_)
-      return;
-    std::string line = fmt::format("[{}/{}] {}", done, total, what);
-    if (line.size() > 100)
-      line = line.substr(0, 97) + "...";
-    fmt::print(stderr, "\r\033[K{}", line);
-    std::fflush(stderr);
-    shown_ = true;
-  }
-  void clear()
-  {
-    if (enabled_ && shown_)
-      fmt::print(stderr, "\r\033[K");
-    shown_ = false;
-  }
-
-private:
-  bool enabled_;
-  bool shown_ = false;
-};
-
 std::filesystem::path default_plot_script()
 {
   std::filesystem::path root = MEMSIM_SOURCE_DIR;
@@ -324,10 +298,11 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
   std::filesystem::path worker = options.worker_executable;
   if (worker.empty())
     worker = std::filesystem::read_symlink("/proc/self/exe");
-  const bool show_progress =
-      options.progress == Progress::on || (options.progress == Progress::automatic && ::isatty(STDERR_FILENO));
-  ProgressLine progress(show_progress);
+  ProgressLine progress(options.progress);
   std::size_t done = summary.cached;
+  auto show = [&](const Cell& cell) {
+    progress.show(fmt::format("[{}/{}] {}", done, summary.cells, describe_cell(cell)));
+  };
 
   InterruptGuard guard;
   RunningWorkers running;
@@ -343,7 +318,7 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
                                  (cells_dir / (key + ".json")).string()},
                                 cells_dir / (key + ".log"));
       running.by_pid[pid] = key;
-      progress.show(done, summary.cells, describe_cell(cell));
+      show(cell);
     }
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, 0);
@@ -381,7 +356,7 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
                                                WIFEXITED(status) && WEXITSTATUS(status) == 0 ? " without a result" : "",
                                                log_tail(log), log.string(), full_disk_note(cells_dir)));
     }
-    progress.show(done, summary.cells, describe_cell(cell));
+    show(cell);
   }
   progress.clear();
   for (auto& [index, message] : failures)

@@ -14,12 +14,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <regex>
 #include <set>
+#include <sstream>
 
 namespace memsim::experiments {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::run_command;
 
 const std::filesystem::path kMemsim = MEMSIM_EXECUTABLE;
@@ -390,6 +393,39 @@ TEST(MaxScaleCommand, JsonListsEveryProbeAndTheLargestValue)
   }
   EXPECT_TRUE(saw_largest);
   EXPECT_TRUE(saw_next);
+}
+
+TEST(MaxScaleCommand, ProgressLinesLogEveryProbe)
+{
+  const std::string command = kMemsim.string() +
+                              " max-scale --workload cnn:depth=4,channel_scale=0.25,image=32,classes=10"
+                              " --planner keep-all --machine v100-32gb-pcie3 --budget 64MiB";
+  const auto searched = run_command(command + " --json", /*stdout_only=*/true);
+  ASSERT_EQ(searched.exit_code, 0) << searched.output;
+  const nlohmann::json probes = nlohmann::json::parse(searched.output)["probes"];
+  const auto logged = run_command(command + " --progress lines");
+  ASSERT_EQ(logged.exit_code, 0) << logged.output;
+  // One line per probe, in order, each stamped with the seconds elapsed.
+  const std::regex probe_line(R"(\[ *[0-9]+\.[0-9] s\] keep-all: probe ([0-9]+): batch ([0-9]+) (fits|does not fit))");
+  std::size_t seen = 0;
+  std::istringstream stream(logged.output);
+  for (std::string line; std::getline(stream, line);) {
+    std::smatch match;
+    if (!std::regex_match(line, match, probe_line))
+      continue;
+    ASSERT_LT(seen, probes.size()) << line;
+    EXPECT_EQ(std::stoul(match[1]), seen + 1) << line;
+    EXPECT_EQ(std::stol(match[2]), probes[seen]["value"].get<std::int64_t>()) << line;
+    EXPECT_EQ(match[3] == "fits", probes[seen]["feasible"].get<bool>()) << line;
+    ++seen;
+  }
+  EXPECT_EQ(seen, probes.size()) << logged.output;
+  const auto quiet = run_command(command + " --progress off");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_THAT(quiet.output, Not(HasSubstr("probe 1:")));
+  const auto bad = run_command(command + " --progress always");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--progress: always not in {auto,on,lines,off}"));
 }
 
 TEST(MaxScaleCommand, BadInputIsLocated)

@@ -9,8 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -41,6 +39,7 @@ struct Options {
   std::string engine = "fast";
   std::string allocator = "bytes";
   bool json = false;
+  experiments::Progress progress = experiments::Progress::automatic;
 };
 
 // The largest value found, in the parameter's units (a whole number unless --axis-step says otherwise).
@@ -61,25 +60,24 @@ nlohmann::json probe_to_json(const Probe& probe)
   return document;
 }
 
-// One search with a progress line on a terminal (stderr), cleared when it ends.
-CapacityResult search(const ScaleStudy& study, const experiments::CapacitySearchOptions& bounds, const char* label)
+// One search, with its probes and the planner's status on the progress line.
+CapacityResult search(const ScaleStudy& study, const experiments::CapacitySearchOptions& bounds, const char* label,
+                      experiments::Progress style)
 {
-  const bool progress = ::isatty(STDERR_FILENO);
+  experiments::ProgressLine progress(style);
   auto observe = [&](const Probe& probe, std::size_t count) {
-    if (progress)
-      fmt::print(stderr, "\r\033[K{}: probe {}: {} {} {}", label, count, experiments::to_string(study.axis),
-                 probe.value, probe.outcome.feasible ? "fits" : "does not fit");
+    progress.show(fmt::format("{}: probe {}: {} {} {}", label, count, experiments::to_string(study.axis), probe.value,
+                              probe.outcome.feasible ? "fits" : "does not fit"));
   };
   ScaleStudy probing = study;
-  if (progress) // a planner's own status while a long probe runs
-    probing.planner_progress = [label](const std::string& status) {
-      fmt::print(stderr, "\r\033[K{}: {}", label, status);
+  if (progress.enabled()) // a planner's own status while a long probe runs
+    probing.planner_progress = [&progress, label](const std::string& status) {
+      progress.show(fmt::format("{}: {}", label, status));
     };
   CapacityResult result =
       experiments::find_largest_feasible([&](std::int64_t value) { return experiments::probe_study(probing, value); },
                                          bounds, observe);
-  if (progress)
-    fmt::print(stderr, "\r\033[K");
+  progress.clear();
   return result;
 }
 
@@ -136,7 +134,7 @@ void run(const Options& options, Context& context)
     experiments::set_axis(baseline, experiments::ScaleAxis::batch, "");
     baseline.planner = "keep-all";
     baseline.planner_params = nlohmann::json::object();
-    const CapacityResult keep_all = search(baseline, bounds, "keep-all");
+    const CapacityResult keep_all = search(baseline, bounds, "keep-all", options.progress);
     if (!keep_all.largest)
       throw Infeasible(fmt::format("--min-throughput: keep-all trains no batch from {} on", options.start));
     const double keep_all_rate = find_probe(keep_all, *keep_all.largest)->outcome.samples_per_s;
@@ -146,7 +144,7 @@ void run(const Options& options, Context& context)
                       {"keep_all_samples_per_s", keep_all_rate},
                       {"min_samples_per_s", *study.min_samples_per_s}};
   }
-  const CapacityResult result = search(study, bounds, study.planner.c_str());
+  const CapacityResult result = search(study, bounds, study.planner.c_str(), options.progress);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const Probe* best = result.largest ? find_probe(result, *result.largest) : nullptr;
 
@@ -250,6 +248,7 @@ void add_max_scale_command(CLI::App& app, Context& context)
   command->add_option("--engine", options->engine, "simulation engine (fast)")->default_val("fast");
   command->add_option("--allocator", options->allocator, "bytes or pool")->default_val("bytes");
   command->add_flag("--json", options->json, "print the search (every probe) as JSON");
+  add_progress_option(command, options->progress);
   command->callback([options, &context] { run(*options, context); });
 }
 

@@ -11,8 +11,6 @@
 #include <iostream>
 #include <memory>
 
-#include <unistd.h>
-
 namespace memsim::cli {
 namespace {
 
@@ -36,6 +34,7 @@ void add_plan_command(CLI::App& app, Context&)
     std::string budget = "0";
     std::vector<std::string> params;
     std::string out;
+    experiments::Progress progress = experiments::Progress::automatic;
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand("plan", "Run a planner on a trace and machine and write the plan (JSON)");
@@ -46,6 +45,7 @@ void add_plan_command(CLI::App& app, Context&)
                       "device memory budget: bytes or a size such as 12GiB (default: the GPU's memory)");
   command->add_option("--param", options->params, "planner parameter name=value (repeatable)");
   command->add_option("--out", options->out, "where to write the plan")->required();
+  add_progress_option(command, options->progress);
   command->callback([options] {
     const std::uint64_t budget = parse_budget_option(options->budget);
     const PlannerInfo& info = planner_registry().get(options->planner);
@@ -54,12 +54,11 @@ void add_plan_command(CLI::App& app, Context&)
     PlanRequest request;
     request.budget_bytes = budget;
     request.params = parse_param_assignments(info, options->params);
-    const bool progress = ::isatty(STDERR_FILENO);
-    if (progress)
-      request.progress = [&](const std::string& status) { fmt::print(stderr, "\r\033[K{}: {}", info.name, status); };
+    experiments::ProgressLine progress(options->progress);
+    if (progress.enabled())
+      request.progress = [&](const std::string& status) { progress.show(fmt::format("{}: {}", info.name, status)); };
     Plan plan = make_plan(options->planner, trace, machine, request);
-    if (progress)
-      fmt::print(stderr, "\r\033[K");
+    progress.clear();
     save_plan(plan, options->out);
     fmt::print("{}: {} steps, budget {}", options->out, plan.steps.size(),
                units::format_bytes(static_cast<double>(plan.budget_bytes)));

@@ -23,6 +23,7 @@ struct RunArguments {
   std::string engine;    // empty: the experiment's `engine:` (default simgrid)
   std::string allocator; // empty: the experiment's `allocator:` (default bytes)
   std::string shard;     // "I/N"; empty: the whole sweep
+  experiments::Progress progress = experiments::Progress::automatic;
 };
 
 struct MergeArguments {
@@ -72,6 +73,7 @@ void add_run_command(CLI::App& app, Context& context)
       ->check(CLI::IsMember({"bytes", "pool"}));
   command->add_option("--shard", arguments->shard,
                       "Run only shard I of N (1 <= I <= N): the cells whose index is I-1 modulo N; for clusters");
+  add_progress_option(command, arguments->progress);
   command->callback([arguments, &context] {
     experiments::Experiment experiment =
         experiments::load_experiment(arguments->experiment_file, default_presets_dir());
@@ -82,6 +84,7 @@ void add_run_command(CLI::App& app, Context& context)
     experiments::RunOptions options;
     options.jobs = arguments->jobs;
     options.worker_executable = context.executable;
+    options.progress = arguments->progress;
     options.plots = !arguments->no_plots;
     options.plot_script = data_dir() / "experiments" / "plot" / "plot_results.py";
     if (experiment.search) {

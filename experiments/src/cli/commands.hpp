@@ -2,6 +2,8 @@
 // Each `memsim` subcommand lives in its own file and registers itself on the CLI11 app here.
 // A command's callback throws InputError for bad input (main prints it and exits 2) and sets
 // `exit_code` for results that are not success (e.g. 1 when a planner says no plan fits).
+#include "memsim/experiments/progress_line.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
@@ -32,6 +34,9 @@ void add_max_scale_command(CLI::App& app, Context& context);
 void add_harmony_command(CLI::App& app, Context& context);
 // memsim harmony profile (added by add_harmony_command): a layer profile from traces.
 void add_harmony_profile_command(CLI::App* harmony);
+
+// --progress auto|on|lines|off, bound to `progress` (default automatic).
+CLI::Option* add_progress_option(CLI::App* command, experiments::Progress& progress);
 
 // Where shipped data lives: configs/machines etc. (source tree, or MEMSIM_DATA_DIR).
 std::filesystem::path data_dir();

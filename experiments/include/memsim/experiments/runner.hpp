@@ -4,6 +4,7 @@
 // resumes), then writes results.csv, prints the table and draws the plots. OUT/sweep.json names the experiment
 // and shard, for `memsim merge`.
 #include "memsim/experiments/experiment.hpp"
+#include "memsim/experiments/progress_line.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -28,8 +29,6 @@ struct Shard {
 };
 // "2/3" -> {2, 3}; InputError at "--shard" otherwise.
 Shard parse_shard(const std::string& text);
-
-enum class Progress { automatic, on, off }; // automatic: a progress line when stderr is a TTY
 
 struct RunOptions {
   unsigned jobs = 0; // 0: experiment.jobs, or the core count
