@@ -16,7 +16,6 @@
 
 #include <regex>
 #include <set>
-#include <sstream>
 
 namespace memsim::experiments {
 namespace {
@@ -408,8 +407,7 @@ TEST(MaxScaleCommand, ProgressLinesLogEveryProbe)
   // One line per probe, in order, each stamped with the seconds elapsed.
   const std::regex probe_line(R"(\[ *[0-9]+\.[0-9] s\] keep-all: probe ([0-9]+): batch ([0-9]+) (fits|does not fit))");
   std::size_t seen = 0;
-  std::istringstream stream(logged.output);
-  for (std::string line; std::getline(stream, line);) {
+  for (const std::string& line : memsim::test::lines_of(logged.output)) {
     std::smatch match;
     if (!std::regex_match(line, match, probe_line))
       continue;

@@ -9,6 +9,7 @@ namespace memsim::experiments::testing {
 inline std::filesystem::path data_dir() { return std::filesystem::path(MEMSIM_TEST_DATA_DIR) / "data"; }
 
 using memsim::test::CommandResult;
+using memsim::test::lines_of;
 using memsim::test::read_file;
 using memsim::test::run_command;
 using memsim::test::ScratchDir;

@@ -1,23 +1,17 @@
 // The progress line of long commands: one timestamped line per change in `lines` mode (for logs), nothing when off.
 #include "memsim/experiments/progress_line.hpp"
 
+#include "test_files.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <regex>
-#include <sstream>
 
 namespace memsim::experiments {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text)
-{
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);)
-    lines.push_back(line);
-  return lines;
-}
+using memsim::test::lines_of;
 
 TEST(ProgressLine, LinesModeWritesATimestampedLinePerChange)
 {

@@ -22,6 +22,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using testing::data_dir;
+using testing::lines_of;
 using testing::read_file;
 using testing::run_command;
 using testing::ScratchDir;
@@ -59,15 +60,6 @@ RunOptions quiet_options(const std::filesystem::path& worker = kMemsim)
   options.progress = Progress::off;
   options.table_output = nullptr;
   return options;
-}
-
-std::vector<std::string> lines_of(const std::string& text)
-{
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);)
-    lines.push_back(line);
-  return lines;
 }
 
 std::vector<std::string> fields_of(const std::string& line)

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace memsim::test {
 
@@ -47,6 +48,16 @@ inline std::string read_file(const std::filesystem::path& path)
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+// The text's lines, without their line ends.
+inline std::vector<std::string> lines_of(const std::string& text)
+{
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);)
+    lines.push_back(line);
+  return lines;
 }
 
 struct CommandResult {
