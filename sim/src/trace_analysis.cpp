@@ -2,6 +2,8 @@
 
 #include "memsim/sim/memory_cursor.hpp"
 
+#include <type_traits>
+
 namespace memsim {
 namespace {
 
@@ -24,29 +26,34 @@ MemoryProfile profile_default_schedule(const TraceAnalysis& analysis)
 
 } // namespace
 
-TraceAnalysis::TraceAnalysis(const Trace& trace)
-    : flat_(trace), lifetimes_(default_lifetimes(trace)), readers_(trace.tensors.size()),
-      released_after_(trace.ops.size())
+TraceAnalysis::TraceAnalysis(const Trace& trace) : flat_(trace), lifetimes_(default_lifetimes(trace))
 {
-  for (const Op& op : trace.ops)
-    for (TensorId id : op.inputs) {
-      auto& readers = readers_[static_cast<std::size_t>(id)];
-      if (readers.empty() || readers.back() != op.id)
-        readers.push_back(op.id);
-    }
-  for (const Tensor& tensor : trace.tensors) {
-    if (preexisting(tensor.id))
-      resident_tensors_.push_back(tensor.id);
-    const TensorLifetime& life = lifetime(tensor.id);
+  static_assert(std::is_same_v<OpId, TensorId>, "readers_ keeps op ids in a FlatLists of tensor ids");
+  const std::size_t tensors = trace.tensors.size();
+  std::vector<std::pair<std::size_t, OpId>> reads; // (tensor, op), each pair once; ops in id order
+  std::vector<OpId> last_reader(tensors, -1);
+  for (OpId op = 0; op < static_cast<OpId>(trace.ops.size()); ++op)
+    for (TensorId id : flat_.inputs(op))
+      if (OpId& last = last_reader[static_cast<std::size_t>(id)]; last != op) {
+        last = op;
+        reads.emplace_back(static_cast<std::size_t>(id), op);
+      }
+  readers_ = FlatLists(tensors, reads);
+  std::vector<std::pair<std::size_t, TensorId>> releases; // (op, tensor)
+  for (TensorId id = 0; id < static_cast<TensorId>(tensors); ++id) {
+    if (preexisting(id))
+      resident_tensors_.push_back(id);
+    const TensorLifetime& life = lifetime(id);
     if (life.produced_by && life.released_after)
-      released_after_[static_cast<std::size_t>(*life.released_after)].push_back(tensor.id);
+      releases.emplace_back(static_cast<std::size_t>(*life.released_after), id);
   }
+  released_after_ = FlatLists(trace.ops.size(), releases);
   default_profile_ = profile_default_schedule(*this);
 }
 
 std::optional<OpId> TraceAnalysis::first_read(TensorId id) const
 {
-  const auto& readers = readers_[static_cast<std::size_t>(id)];
+  const std::span<const OpId> readers = readers_[static_cast<std::size_t>(id)];
   if (readers.empty())
     return std::nullopt;
   return readers.front();

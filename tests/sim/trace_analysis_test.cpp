@@ -1,10 +1,13 @@
 #include "memsim/sim/trace_analysis.hpp"
 #include "test_traces.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace memsim {
 namespace {
+
+using ::testing::ElementsAre;
 
 constexpr std::uint64_t kA = 1'000'000;
 
@@ -16,18 +19,18 @@ TEST(TraceAnalysis, ProducersReadersAndReleases)
   const TraceAnalysis analysis(trace);
   EXPECT_EQ(analysis.producer(2), 0);
   EXPECT_FALSE(analysis.producer(0)); // the input is resident
-  EXPECT_EQ(analysis.readers(2), (std::vector<OpId>{1, 5}));
+  EXPECT_THAT(analysis.readers(2), ElementsAre(1, 5));
   EXPECT_EQ(analysis.first_read(2), 1);
   EXPECT_EQ(analysis.last_read(2), 5);
-  EXPECT_EQ(analysis.readers(0), (std::vector<OpId>{0, 6}));
+  EXPECT_THAT(analysis.readers(0), ElementsAre(0, 6));
   EXPECT_FALSE(analysis.first_read(8)); // dw2: nothing reads it (no update op)
   EXPECT_TRUE(analysis.kept_to_end(8));
   EXPECT_FALSE(analysis.kept_to_end(0)); // resident, not produced
   EXPECT_TRUE(analysis.released_after(0).empty());
-  EXPECT_EQ(analysis.released_after(3), (std::vector<TensorId>{6}));
-  EXPECT_EQ(analysis.released_after(4), (std::vector<TensorId>{4, 7}));
-  EXPECT_EQ(analysis.released_after(5), (std::vector<TensorId>{2, 9}));
-  EXPECT_EQ(analysis.released_after(6), (std::vector<TensorId>{11}));
+  EXPECT_THAT(analysis.released_after(3), ElementsAre(6));
+  EXPECT_THAT(analysis.released_after(4), ElementsAre(4, 7));
+  EXPECT_THAT(analysis.released_after(5), ElementsAre(2, 9));
+  EXPECT_THAT(analysis.released_after(6), ElementsAre(11));
   EXPECT_EQ(analysis.resident_tensors(), (std::vector<TensorId>{0, 1, 3, 5}));
   EXPECT_EQ(analysis.resident_bytes(), kA + 3000);
 }
@@ -67,10 +70,10 @@ TEST(TraceAnalysis, FreeAfterUnreadOutputsAndWeightGradients)
   EXPECT_EQ(analysis.lifetime(8).released_after, 6);
   EXPECT_FALSE(analysis.kept_to_end(8));
   EXPECT_TRUE(analysis.kept_to_end(10)); // dw1 stays
-  EXPECT_EQ(analysis.released_after(0), (std::vector<TensorId>{13}));
+  EXPECT_THAT(analysis.released_after(0), ElementsAre(13));
   EXPECT_TRUE(analysis.released_after(3).empty());
-  EXPECT_EQ(analysis.released_after(5), (std::vector<TensorId>{2, 6, 9}));
-  EXPECT_EQ(analysis.released_after(6), (std::vector<TensorId>{8, 11}));
+  EXPECT_THAT(analysis.released_after(5), ElementsAre(2, 6, 9));
+  EXPECT_THAT(analysis.released_after(6), ElementsAre(8, 11));
 }
 
 TEST(TraceAnalysis, DefaultProfileByHand)

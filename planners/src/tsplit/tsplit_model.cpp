@@ -63,7 +63,8 @@ Model::Model(const TraceAnalysis& analysis, const Machine& machine, std::uint64_
   splits_.resize(trace.ops.size());
   reads_.resize(trace.tensors.size());
   for (const Tensor& tensor : trace.tensors) {
-    reads_[static_cast<std::size_t>(tensor.id)] = analysis.readers(tensor.id);
+    const std::span<const OpId> readers = analysis.readers(tensor.id);
+    reads_[static_cast<std::size_t>(tensor.id)].assign(readers.begin(), readers.end());
     const bool kind_allowed =
         tensor.kind == TensorKind::activation || (options.swap_gradients && tensor.kind == TensorKind::gradient);
     if (kind_allowed && analysis.producer(tensor.id) && !analysis.readers(tensor.id).empty())

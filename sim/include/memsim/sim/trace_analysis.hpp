@@ -3,6 +3,7 @@
 // tensor, its default lifetime (traces/views.hpp's default_lifetimes, the one implementation of the framework's
 // release rules), the tensors released after each op, and the default schedule's memory profile (priced by the
 // MemoryCursor, the one sequential memory account). Build it once per trace (`analyze`) and pass it around.
+#include "memsim/sim/flat_lists.hpp"
 #include "memsim/sim/flat_trace.hpp"
 #include "memsim/traces/trace.hpp"
 #include "memsim/traces/views.hpp"
@@ -35,11 +36,11 @@ public:
   std::uint64_t workspace_bytes(OpId op) const { return flat_.workspace_bytes(op); }
   const std::vector<std::uint64_t>& tensor_bytes() const { return flat_.tensor_bytes(); }
   // The ops that read `id`, in trace order, each once.
-  const std::vector<OpId>& readers(TensorId id) const { return readers_[static_cast<std::size_t>(id)]; }
+  std::span<const OpId> readers(TensorId id) const { return readers_[static_cast<std::size_t>(id)]; }
   // Produced and never released by the default schedule (weight gradients): it lives to the end of the iteration.
   bool kept_to_end(TensorId id) const { return producer(id) && !lifetime(id).released_after; }
   // Produced tensors the default schedule releases after `op`, by tensor id.
-  const std::vector<TensorId>& released_after(OpId op) const { return released_after_[static_cast<std::size_t>(op)]; }
+  std::span<const TensorId> released_after(OpId op) const { return released_after_[static_cast<std::size_t>(op)]; }
 
   // Inputs, weights and optimizer state that no op produces (traces/trace.hpp's `preexists`): on the device when the
   // iteration starts, and until a plan moves them.
@@ -52,8 +53,9 @@ public:
 private:
   FlatTrace flat_;
   std::vector<TensorLifetime> lifetimes_;
-  std::vector<std::vector<OpId>> readers_;
-  std::vector<std::vector<TensorId>> released_after_;
+  // Flat: mu-two analyses rings of 10^5 ops per probed placement, and a vector per tensor was most of the cost.
+  FlatLists readers_;        // per tensor: the ops that read it (OpId and TensorId are one integer type)
+  FlatLists released_after_; // per op
   std::vector<TensorId> resident_tensors_;
   MemoryProfile default_profile_;
 };
