@@ -1,7 +1,9 @@
 #include "memsim/experiments/capacity_experiment.hpp"
 
+#include "memsim/common/atomic_file.hpp"
 #include "memsim/common/error.hpp"
 #include "memsim/common/files.hpp"
+#include "memsim/common/stable_hash.hpp"
 #include "memsim/common/units.hpp"
 #include "memsim/experiments/processes.hpp"
 #include "memsim/traces/generator_registry.hpp"

@@ -2,6 +2,7 @@
 #include "memsim/experiments/capacity_experiment.hpp"
 
 #include "memsim/common/files.hpp"
+#include "memsim/common/stable_hash.hpp"
 #include "memsim/experiments/processes.hpp"
 #include "memsim/experiments/scale_study.hpp"
 
@@ -734,16 +735,6 @@ Cell cell_from_json(const Json& document, const std::string& source_name)
   return cell;
 }
 
-std::string stable_hash(std::string_view bytes)
-{
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
-  return fmt::format("{:016x}", hash);
-}
-
 std::string cell_key(const Cell& cell) { return stable_hash(key_json(cell).dump()); }
 
 std::string describe_cell(const Cell& cell)
@@ -757,7 +748,7 @@ std::string describe_cell(const Cell& cell)
   return text;
 }
 
-CellResult run_cell(const Cell& cell)
+CellResult run_cell(const Cell& cell, const std::filesystem::path& planner_state_dir)
 {
   const Trace trace = load_trace(cell.trace_file);
   if (stable_hash(trace_to_json(trace).dump()) != cell.trace_hash)
@@ -774,6 +765,7 @@ CellResult run_cell(const Cell& cell)
   request.budget_bytes = cell.budget_bytes;
   request.devices = 1;
   request.params = cell.params;
+  request.state_dir = planner_state_dir;
   std::optional<Trace> single_model;
   if (!cell.single_model_hash.empty()) {
     single_model = load_trace(cell.single_model_file);

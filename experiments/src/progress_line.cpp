@@ -4,25 +4,32 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
+#include <utility>
 
 namespace memsim::experiments {
 
 namespace {
 constexpr std::size_t kTerminalWidth = 100; // an overwritten line that wraps can no longer be erased
+constexpr std::array<std::pair<std::string_view, Progress>, 4> kProgressNames{
+    {{"auto", Progress::automatic}, {"on", Progress::on}, {"lines", Progress::lines}, {"off", Progress::off}}};
 } // namespace
 
 std::optional<Progress> progress_from_string(std::string_view text)
 {
-  if (text == "auto")
-    return Progress::automatic;
-  if (text == "on")
-    return Progress::on;
-  if (text == "lines")
-    return Progress::lines;
-  if (text == "off")
-    return Progress::off;
+  for (const auto& [name, progress] : kProgressNames)
+    if (text == name)
+      return progress;
   return std::nullopt;
+}
+
+std::vector<std::string> progress_names()
+{
+  std::vector<std::string> names;
+  for (const auto& entry : kProgressNames)
+    names.emplace_back(entry.first);
+  return names;
 }
 
 ProgressLine::ProgressLine(Progress progress) : style_(progress)

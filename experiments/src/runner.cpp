@@ -1,5 +1,6 @@
 #include "memsim/experiments/runner.hpp"
 
+#include "memsim/common/atomic_file.hpp"
 #include "memsim/experiments/processes.hpp"
 #include "sweep_output.hpp"
 
@@ -387,7 +388,14 @@ RunSummary run_experiment(Experiment& experiment, const std::filesystem::path& o
 void run_worker(const std::filesystem::path& cell_file, const std::filesystem::path& result_file)
 {
   const Cell cell = cell_from_json(json_io::read_file(cell_file), cell_file.string());
-  const CellResult result = run_cell(cell);
+  // Beside the cell, KEY.state/: a worker killed in a long planner search (mu-two's ring near its largest N) leaves
+  // its state there, and the rerun's worker resumes from it. A finished search removes its files, then the folder goes.
+  std::string key = cell_file.filename().string();
+  key = key.substr(0, key.find('.'));
+  const std::filesystem::path state_dir = cell_file.parent_path() / (key + ".state");
+  const CellResult result = run_cell(cell, state_dir);
+  std::error_code ignored; // only an empty folder goes: a search that ended, refused or not, removed its files
+  std::filesystem::remove(state_dir, ignored);
   write_text_atomically(result_file, cell_result_to_json(cell, result).dump(2) + "\n");
 }
 

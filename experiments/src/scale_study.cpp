@@ -229,6 +229,7 @@ ProbeOutcome probe_study(const ScaleStudy& study, std::int64_t value)
   request.budget_bytes = study.budget_bytes;
   request.params = study.planner_params;
   request.progress = study.planner_progress;
+  request.state_dir = study.planner_state_dir;
   if (fuses_itself) {
     request.params["models"] = value;
     // Fused as the axis fuses, unless the parameters say otherwise (measured: the planner refuses, naming why).

@@ -7,6 +7,7 @@
 
 #include "memsim/common/error.hpp"
 #include "memsim/common/json_io.hpp"
+#include "memsim/common/stable_hash.hpp"
 
 #include <fmt/format.h>
 

@@ -173,6 +173,36 @@ TEST(Cli, PlanThenSimulateRoundTrip)
   }
 }
 
+// --state-dir reaches the planner: mu-two's ring creates the folder, and its search, once ended, leaves nothing there
+// and the same plan as without the option; a folder that cannot be created fails before the search. (Resuming a
+// stopped search: tests/sim/mu_two_resume_test.cpp.)
+TEST(Cli, PlanKeepsNoStateOnceTheSearchEnds)
+{
+  ScratchDir scratch;
+  const std::string common = " --machine " + quoted(kGood / "good.machine.yaml");
+  ASSERT_EQ(run_command(kMemsim + " gen cnn --depth 3 --batch 2 --image 16" + common + " --out " +
+                        quoted(scratch / "cnn.json"))
+                .exit_code,
+            0);
+  const std::string plan = kMemsim + " plan --trace " + quoted(scratch / "cnn.json") + common +
+                           " --planner mu-two --param models=3 --param partitions=finest --param "
+                           "include_full_fusion=false --out ";
+  const auto plain = run_command(plan + quoted(scratch / "plain.json"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  const auto kept = run_command(plan + quoted(scratch / "kept.json") + " --state-dir " + quoted(scratch / "state"));
+  ASSERT_EQ(kept.exit_code, 0) << kept.output;
+  EXPECT_EQ(read_file(scratch / "kept.json"), read_file(scratch / "plain.json"));
+  ASSERT_TRUE(std::filesystem::is_directory(scratch / "state"));
+  EXPECT_TRUE(std::filesystem::is_empty(scratch / "state"));
+
+  write_file(scratch / "file", "not a folder\n");
+  const auto refused =
+      run_command(plan + quoted(scratch / "refused.json") + " --state-dir " + quoted(scratch / "file" / "state"));
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr((scratch / "file" / "state").string() + ": cannot create the state folder"));
+  EXPECT_FALSE(std::filesystem::exists(scratch / "refused.json"));
+}
+
 TEST(Cli, PlannerThatCannotFitExitsOneWithTheReason)
 {
   ScratchDir scratch;

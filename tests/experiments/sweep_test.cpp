@@ -1,6 +1,7 @@
 // The sweep grid (stable order, fraction-of-peak budgets, keys) and the deterministic CSV and table.
 #include "experiment_test_support.hpp"
 
+#include "memsim/common/stable_hash.hpp"
 #include "memsim/experiments/experiment.hpp"
 #include "memsim/experiments/runner.hpp"
 #include "memsim/sim/trace_analysis.hpp"

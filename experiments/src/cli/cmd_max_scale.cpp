@@ -40,6 +40,7 @@ struct Options {
   std::string allocator = "bytes";
   bool json = false;
   experiments::Progress progress = experiments::Progress::automatic;
+  std::filesystem::path state_dir;
 };
 
 // The largest value found, in the parameter's units (a whole number unless --axis-step says otherwise).
@@ -104,6 +105,7 @@ void run(const Options& options, Context& context)
   const PlannerInfo& planner = planner_registry().get(options.planner);
   study.planner = planner.name;
   study.planner_params = parse_param_assignments(planner, options.params);
+  study.planner_state_dir = options.state_dir;
   study.machine = load_machine_or_preset(options.machine, default_presets_dir());
   try {
     study.budget_bytes = units::parse_bytes(options.budget);
@@ -249,6 +251,7 @@ void add_max_scale_command(CLI::App& app, Context& context)
   command->add_option("--allocator", options->allocator, "bytes or pool")->default_val("bytes");
   command->add_flag("--json", options->json, "print the search (every probe) as JSON");
   add_progress_option(command, options->progress);
+  add_state_dir_option(command, options->state_dir);
   command->callback([options, &context] { run(*options, context); });
 }
 

@@ -35,6 +35,7 @@ void add_plan_command(CLI::App& app, Context&)
     std::vector<std::string> params;
     std::string out;
     experiments::Progress progress = experiments::Progress::automatic;
+    std::filesystem::path state_dir;
   };
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand("plan", "Run a planner on a trace and machine and write the plan (JSON)");
@@ -46,6 +47,7 @@ void add_plan_command(CLI::App& app, Context&)
   command->add_option("--param", options->params, "planner parameter name=value (repeatable)");
   command->add_option("--out", options->out, "where to write the plan")->required();
   add_progress_option(command, options->progress);
+  add_state_dir_option(command, options->state_dir);
   command->callback([options] {
     const std::uint64_t budget = parse_budget_option(options->budget);
     const PlannerInfo& info = planner_registry().get(options->planner);
@@ -54,6 +56,7 @@ void add_plan_command(CLI::App& app, Context&)
     PlanRequest request;
     request.budget_bytes = budget;
     request.params = parse_param_assignments(info, options->params);
+    request.state_dir = options->state_dir;
     experiments::ProgressLine progress(options->progress);
     if (progress.enabled())
       request.progress = [&](const std::string& status) { progress.show(fmt::format("{}: {}", info.name, status)); };

@@ -37,6 +37,8 @@ void add_harmony_profile_command(CLI::App* harmony);
 
 // --progress auto|on|lines|off, bound to `progress` (default automatic).
 CLI::Option* add_progress_option(CLI::App* command, experiments::Progress& progress);
+// --state-dir DIR (PlanRequest::state_dir), bound to `folder` (default empty: no state is kept).
+CLI::Option* add_state_dir_option(CLI::App* command, std::filesystem::path& folder);
 
 // Where shipped data lives: configs/machines etc. (source tree, or MEMSIM_DATA_DIR).
 std::filesystem::path data_dir();

@@ -12,7 +12,7 @@ CLI::Option* add_progress_option(CLI::App* command, experiments::Progress& progr
           "--progress", [&progress](const std::string& text) { progress = *experiments::progress_from_string(text); },
           "where the work is, on stderr: auto (an overwritten line on a terminal, nothing otherwise), on, lines (a "
           "line per update with the seconds elapsed: for a log) or off")
-      ->check(CLI::IsMember({"auto", "on", "lines", "off"}))
+      ->check(CLI::IsMember(experiments::progress_names()))
       ->default_str("auto");
 }
 

@@ -87,6 +87,7 @@ double append_ring(Plan& plan, const Trace& trace, const Machine& machine, const
   scheduling.cycles = options.cycles;
   scheduling.multiplex = options.multiplex;
   scheduling.progress = request.progress;
+  scheduling.state_dir = request.state_dir;
   const bool uniform = std::all_of(sizes.begin(), sizes.end(), [&](int size) { return size == sizes.front(); });
   scheduling.label = uniform ? fmt::format("ring {}x{}", sizes.size(), sizes.front())
                              : "ring " + planning::mu_two::partition_text(sizes);

@@ -1,5 +1,7 @@
 #include "ring_schedule.hpp"
 
+#include "ring_state.hpp"
+
 #include "../recompute_on_demand.hpp"
 #include "../sequence.hpp"
 #include "../swap_recompute_stats.hpp"
@@ -26,21 +28,8 @@ constexpr int kProbeCopy = 0;             // decisions are reasoned about on eve
 constexpr int kScheduleCycles = 2;        // cycle 0 sees the steady state: the prologue plays the previous cycle's part
 constexpr std::size_t kCachedLayouts = 8; // bisection probes come and go; the current placement is rebuilt at once
 constexpr std::size_t kSpareRings = 8;    // dropped rings kept for their allocations (a cache clear frees 8)
-constexpr std::size_t kProgressRounds = 25; // rounds between progress lines (0.1-2 s each near the largest N)
-
-// An entry of the unrolled sequence named relative to a swapped tensor's iteration.
-struct PromptRef {
-  int sub_array = 0;
-  OpId op = 0; // in that sub-array's graph
-  bool recompute = false;
-  int copy_delta = 0;
-};
-
-struct SwapChoice {
-  int sub_array = 0;
-  TensorId tensor = 0;
-  std::optional<PromptRef> prompt; // none: right before its first backward use
-};
+// Rounds between progress lines and state saves (0.1-2 s each near the largest N).
+constexpr std::size_t kProgressRounds = 25;
 
 // What a placement alone fixes: the unrolled ring and its analysis. Recompute decisions change only the sequence
 // over it, so it outlives them (building it was most of the planning time at large N).
@@ -130,15 +119,22 @@ public:
   {
     refuse_below_floor();
     RingSchedule result;
-    for (std::size_t round = 0;; ++round) {
+    const std::size_t resumed = resume(result);
+    for (std::size_t round = resumed;; ++round) {
+      if (!state_file_.empty() && round > resumed && round % kProgressRounds == 0)
+        save_ring_state(state_file_, fingerprint_, snapshot(result, round));
       const View view = make_view(placement_, kScheduleCycles, swaps_);
       if (options_.progress && round % kProgressRounds == 0)
         options_.progress(fmt::format("{}: round {}, {} decisions, estimated peak {}{}", options_.label, round,
                                       result.decisions.size(), units::format_bytes(static_cast<double>(view.peak)),
                                       view.peak <= options_.budget_bytes ? " (checking on the fast engine)" : ""));
-      if (view.peak <= options_.budget_bytes && try_emit(result))
+      if (view.peak <= options_.budget_bytes && try_emit(result)) {
+        forget_state();
         return result;
+      }
       const std::vector<std::pair<int, TensorId>> candidates = live_candidates(view);
+      if (candidates.empty())
+        forget_state(); // the search ends here: a rerun would only repeat the refusal
       if (candidates.empty() && view.peak <= options_.budget_bytes)
         throw Infeasible(fmt::format("{}: the candidates ran out after {} swaps and recomputations with the ring's "
                                      "estimated peak at {} ({} bytes), within the budget {} ({} bytes), but the "
@@ -158,6 +154,60 @@ public:
   }
 
 private:
+  // The state saved for this ring in options_.state_dir, if any, restored into the scheduler and `result`; the round
+  // to continue from (0 without one).
+  std::size_t resume(RingSchedule& result)
+  {
+    if (options_.state_dir.empty())
+      return 0;
+    std::error_code error; // a folder that cannot hold the state fails now, not at the first save an hour in
+    std::filesystem::create_directories(options_.state_dir, error);
+    if (error)
+      throw InputError(options_.state_dir.string(), "cannot create the state folder: " + error.message());
+    fingerprint_ = ring_fingerprint(graphs_, stats_, d2h_, h2d_, options_);
+    state_file_ = ring_state_file(options_.state_dir, options_.label, fingerprint_);
+    std::optional<RingState> state = load_ring_state(state_file_, fingerprint_, graphs_);
+    if (!state)
+      return 0;
+    dropped_ = std::move(state->dropped);
+    swapped_ = std::move(state->swapped);
+    rejected_ = std::move(state->rejected);
+    swaps_ = std::move(state->swaps);
+    placement_ = std::move(state->placement);
+    last_prompt_ = state->last_prompt;
+    reached_peak_ = state->reached_peak;
+    result.decisions = std::move(state->decisions);
+    result.swapped_bytes = state->swapped_bytes;
+    result.recomputed_bytes = state->recomputed_bytes;
+    result.multiplexed_ops = state->multiplexed_ops;
+    if (options_.progress)
+      options_.progress(fmt::format("{}: resumed at round {} with {} decisions from {}", options_.label, state->round,
+                                    result.decisions.size(), state_file_.string()));
+    return state->round;
+  }
+
+  RingState snapshot(const RingSchedule& result, std::size_t round) const
+  {
+    return RingState{round,
+                     dropped_,
+                     swapped_,
+                     rejected_,
+                     swaps_,
+                     placement_,
+                     last_prompt_,
+                     reached_peak_,
+                     result.decisions,
+                     result.swapped_bytes,
+                     result.recomputed_bytes,
+                     result.multiplexed_ops};
+  }
+
+  void forget_state() const
+  {
+    if (!state_file_.empty())
+      std::filesystem::remove(state_file_);
+  }
+
   const Trace& graph(int j) const { return *graphs_[static_cast<std::size_t>(j)]; }
   int sub_arrays() const { return static_cast<int>(graphs_.size()); }
 
@@ -735,6 +785,8 @@ private:
   mutable std::map<std::pair<int, Placement>, std::shared_ptr<const Layout>> layouts_;     // per (cycles, placement)
   mutable std::map<std::pair<int, Placement>, std::shared_ptr<const UnrolledRing>> rings_; // kept across recomputes
   bool reached_peak_ = false;
+  std::filesystem::path state_file_; // empty: the state is not kept
+  std::string fingerprint_;
 };
 
 } // namespace

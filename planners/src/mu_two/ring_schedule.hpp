@@ -22,6 +22,7 @@
 #include "memsim/planners/plan.hpp"
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ struct RingOptions {
   // Called on the first round and every kProgressRounds after it with the scheduler's state (PlanRequest::progress).
   std::function<void(const std::string&)> progress = nullptr;
   std::string label = "ring"; // names the ring in progress lines, e.g. "ring 1x27"
+  // Where the search state is kept (ring_state.hpp; PlanRequest::state_dir), saved with each progress line (before
+  // it); empty: nowhere. A run finds its ring's state there and resumes from it.
+  std::filesystem::path state_dir;
 };
 
 struct RingDecision {

@@ -151,7 +151,8 @@ struct CellResult {
 };
 
 // The worker's job: make_plan + simulate. Creates the process's SimGrid engine: once per process only.
-CellResult run_cell(const Cell& cell);
+// `planner_state_dir`: PlanRequest::state_dir (a long planner search resumes there; empty: none).
+CellResult run_cell(const Cell& cell, const std::filesystem::path& planner_state_dir = {});
 
 nlohmann::json cell_result_to_json(const Cell& cell, const CellResult& result);
 CellResult cell_result_from_json(const nlohmann::json& document, const std::string& source_name);
@@ -169,8 +170,5 @@ std::string csv_row(const Cell& cell, const CellResult& result, bool iterations 
                     bool models = false);
 // Shortest round-trip decimal form; integral values without exponent or fraction ("12000000000").
 std::string format_number(double value);
-
-// FNV-1a 64 of the bytes, as 16 hex digits.
-std::string stable_hash(std::string_view bytes);
 
 } // namespace memsim::experiments

@@ -1,6 +1,6 @@
 #pragma once
-// Worker processes and files shared by `memsim run` and `memsim validate --experiment`: each cell simulates in its own
-// process (one SimGrid engine per process), and what a cell writes lands whole or not at all.
+// Worker processes and output folders shared by `memsim run` and `memsim validate --experiment`: each cell simulates
+// in its own process (one SimGrid engine per process).
 #include <sys/types.h>
 
 #include <filesystem>
@@ -20,13 +20,6 @@ std::string describe_status(int status);
 // The last lines of a worker's log, indented for a failure message; "(no output)" when there is none.
 std::string log_tail(const std::filesystem::path& log, std::size_t max_lines = 6);
 
-// Writes a temporary file, syncs it to the disk and renames it over `path` (then syncs the folder), so that a
-// process killed at any point (even SIGKILL) or a machine crash never leaves half a file under `path`.
-// Throws InputError "path: cannot write: No space left on device" (the errno text) when it cannot.
-void write_text_atomically(const std::filesystem::path& path, const std::string& text);
-// Removes the temporaries (`*.tmp.PID`) that processes killed in the middle of write_text_atomically left (those
-// whose PID no longer runs).
-void remove_stale_temporaries(const std::filesystem::path& folder);
 // Creates `folder` (and parents) and checks that a file can be written in it; InputError naming the folder and
 // the errno text otherwise (a path under a regular file, a read-only file system, a full disk).
 void create_output_folder(const std::filesystem::path& folder);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace memsim::experiments {
 
@@ -14,6 +15,8 @@ enum class Progress { automatic, on, lines, off };
 
 // "auto", "on", "lines", "off"; nullopt for anything else.
 std::optional<Progress> progress_from_string(std::string_view text);
+// The names progress_from_string reads, in the order --help lists them.
+std::vector<std::string> progress_names();
 
 class ProgressLine {
 public:

@@ -51,6 +51,7 @@ struct ScaleStudy {
   std::optional<double> max_overhead;
   SimOptions simulation;
   std::function<void(const std::string&)> planner_progress = nullptr; // each probe's PlanRequest::progress
+  std::filesystem::path planner_state_dir;                            // each probe's PlanRequest::state_dir
 };
 
 // An experiment's `search:` block: what every (workload, planner, budget, bandwidth) cell searches for.

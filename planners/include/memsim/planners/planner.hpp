@@ -11,6 +11,7 @@
 #include "memsim/planners/plan.hpp"
 #include "memsim/traces/trace.hpp"
 
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct PlanRequest {
   // Planners that can run for minutes (μ-TWO's ring near its largest N) call it now and then with a one-line status,
   // for a progress line; empty: nobody listens. Never part of the plan.
   std::function<void(const std::string&)> progress = nullptr;
+  // Planners whose search can run for hours (μ-TWO's ring) keep its state in a file in this folder now and then and
+  // resume from it: a run killed midway continues where it stopped and gives the same plan. Empty: nothing is kept.
+  // Never part of the plan.
+  std::filesystem::path state_dir = {};
 };
 
 using PlanFunction = std::function<Plan(const Trace&, const Machine&, const PlanRequest&)>;
